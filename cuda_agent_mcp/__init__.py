@@ -1,0 +1,65 @@
+"""cuda-agent-mcp: an environment in which agents write, build, verify and time CUDA kernels.
+
+The public API is the tool layer (async functions with pydantic models in and out) and its types.
+"""
+
+from cuda_agent_mcp.errors import (
+    CudaAgentError,
+    ExecutorUnavailable,
+    InfraError,
+    TaskLoadError,
+    TaskNotFound,
+    ToolchainMissing,
+    UsageError,
+    WorkspaceError,
+)
+from cuda_agent_mcp.results import BuildResult, Diagnostic, FileBuild, KernelResources
+from cuda_agent_mcp.tasks import Task, TaskCatalog, load_dataset, load_kernelbench, load_task_file
+from cuda_agent_mcp.tools import (
+    CompileRequest,
+    Session,
+    compile_kernels,
+    edit_file,
+    list_files,
+    list_tasks,
+    new_workspace,
+    read_file,
+    search_files,
+    show_task,
+    write_file,
+)
+from cuda_agent_mcp.workspace import Workspace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BuildResult",
+    "CompileRequest",
+    "CudaAgentError",
+    "Diagnostic",
+    "ExecutorUnavailable",
+    "FileBuild",
+    "InfraError",
+    "KernelResources",
+    "Session",
+    "Task",
+    "TaskCatalog",
+    "TaskLoadError",
+    "TaskNotFound",
+    "ToolchainMissing",
+    "UsageError",
+    "Workspace",
+    "WorkspaceError",
+    "compile_kernels",
+    "edit_file",
+    "list_files",
+    "list_tasks",
+    "load_dataset",
+    "load_kernelbench",
+    "load_task_file",
+    "new_workspace",
+    "read_file",
+    "search_files",
+    "show_task",
+    "write_file",
+]

@@ -1,0 +1,3 @@
+from cuda_agent_mcp.cli.app import main
+
+main()

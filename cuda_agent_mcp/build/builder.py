@@ -1,0 +1,371 @@
+"""Turn a workspace into the `cuda_extension` Python module: plan, compile what changed, link.
+
+Every translation unit is keyed by its bytes, the workspace's headers, the flags and the toolchain;
+a unit whose key is in the cache is not compiled again. The harness's binding.cpp has a key that
+depends on nothing in the workspace, so it is compiled once per toolchain and shared by all workspaces.
+Compilers run through the session's executor in a staging copy that holds the pristine harness files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from cuda_agent_mcp.build.cache import BuildCache, ObjectRecord, copy_atomically
+from cuda_agent_mcp.build.diagnostics import (
+    demangle,
+    parse_compiler_output,
+    parse_ptxas_resources,
+    parse_unresolved_symbols,
+)
+from cuda_agent_mcp.build.flags import BuildFlags, cxx_command, fingerprint, link_command, nvcc_command
+from cuda_agent_mcp.build.toolchain import Toolchain
+from cuda_agent_mcp.executors import Executor, ProcessLimits, ProcessResult
+from cuda_agent_mcp.results import BuildFailure, BuildResult, Diagnostic, FileBuild, KernelResources
+from cuda_agent_mcp.workspace import HARNESS_FILES, Workspace, harness_text
+from cuda_agent_mcp.workspace.harness import EXTENSION_NAME
+
+CACHE_SCHEMA = "v1"
+
+
+class BuildProgress(BaseModel):
+    """One step of a build, for progress displays."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stage: Literal["plan", "compile", "link", "done"]
+    message: str
+    done: int = 0
+    total: int = 0
+
+
+ProgressCallback = Callable[[BuildProgress], None]
+
+
+@dataclass(frozen=True)
+class BuildLimits:
+    """Limits on the compilers: per translation unit, for the link, and on their output."""
+
+    compile_timeout_s: float = 180.0
+    link_timeout_s: float = 60.0
+    max_output_bytes: int = 4 * 1024 * 1024
+    jobs: int = max(1, os.cpu_count() or 1)
+
+    def process(self, timeout_s: float) -> ProcessLimits:
+        return ProcessLimits(timeout_s=timeout_s, max_output_bytes=self.max_output_bytes)
+
+
+@dataclass(frozen=True)
+class _Unit:
+    file: str  # workspace-relative path ("binding.cpp" for the harness)
+    kind: Literal["cu", "cpp"]
+    key: str
+
+
+@dataclass
+class _UnitOutcome:
+    unit: _Unit
+    action: Literal["compiled", "cached", "failed", "timed_out"]
+    record: ObjectRecord | None
+    wall_s: float
+    diagnostics: list[Diagnostic]
+    failure: BuildFailure | None = None
+    log: str = ""
+
+
+class Builder:
+    """Builds workspaces with one toolchain, one cache and one executor."""
+
+    def __init__(
+        self,
+        toolchain: Toolchain,
+        cache: BuildCache,
+        executor: Executor,
+        limits: BuildLimits | None = None,
+    ) -> None:
+        self.toolchain = toolchain
+        self.cache = cache
+        self.executor = executor
+        self.limits = limits or BuildLimits()
+
+    async def build(
+        self, workspace: Workspace, flags: BuildFlags, progress: ProgressCallback | None = None
+    ) -> BuildResult:
+        started = time.monotonic()
+        notify = progress or (lambda _event: None)
+        sources = workspace.build_sources()
+        headers = workspace.build_headers()
+        harness_digest = fingerprint(*(harness_text(n) for n in HARNESS_FILES))
+        source_hash = fingerprint(
+            CACHE_SCHEMA,
+            sorted((s.relpath, s.sha256) for s in sources),
+            sorted(headers.items()),
+            harness_digest,
+        )
+        ignored = workspace.modified_protected_files()
+
+        def finish(**fields: object) -> BuildResult:
+            return BuildResult(
+                source_hash=source_hash,
+                ignored_protected_files=ignored,
+                arch=flags.arch,
+                wall_s=round(time.monotonic() - started, 3),
+                **fields,  # type: ignore[arg-type]
+            )
+
+        if not sources:
+            return finish(
+                ok=False,
+                failure="no_sources",
+                summary="no kernel sources: add kernels/<name>.cu and kernels/<name>_binding.cpp",
+            )
+
+        header_digest = fingerprint(sorted(headers.items()))
+        units = [
+            _Unit(
+                "binding.cpp",
+                "cpp",
+                self._unit_key("binding.cpp", "cpp", harness_digest, "", harness_digest, flags),
+            )
+        ]
+        units += [
+            _Unit(
+                s.relpath,
+                s.kind,
+                self._unit_key(s.relpath, s.kind, s.sha256, header_digest, harness_digest, flags),
+            )
+            for s in sources
+        ]
+        cached = {u.key: rec for u in units if (rec := self.cache.lookup_object(u.key)) is not None}
+        misses = [u for u in units if u.key not in cached]
+        notify(
+            BuildProgress(
+                stage="plan", message=f"{len(misses)} to compile, {len(cached)} cached", total=len(units)
+            )
+        )
+
+        outcomes: dict[str, _UnitOutcome] = {
+            u.key: _UnitOutcome(u, "cached", cached[u.key], 0.0, list(cached[u.key].diagnostics))
+            for u in units
+            if u.key in cached
+        }
+        staging = self.cache.staging_dir()
+        try:
+            if misses:
+                self._stage(workspace, staging, [s.relpath for s in sources] + list(headers))
+                outcomes |= await self._compile_all(misses, staging, flags, notify, len(units))
+            ordered = [outcomes[u.key] for u in units]
+            files = [
+                FileBuild(
+                    file=o.unit.file,
+                    kind=o.unit.kind,
+                    action=o.action,
+                    wall_s=round(o.wall_s, 3),
+                    object_key=o.unit.key,
+                )
+                for o in ordered
+            ]
+            diagnostics = [d for o in ordered for d in o.diagnostics]
+            kernels: list[KernelResources] = [k for o in ordered if o.record for k in o.record.kernels]
+            failed = [o for o in ordered if o.failure is not None]
+            if failed:
+                failure = failed[0].failure
+                return finish(
+                    ok=False,
+                    failure=failure,
+                    summary=_failure_summary(failed, diagnostics),
+                    files=files,
+                    diagnostics=diagnostics,
+                    kernels=kernels,
+                    log="\n".join(o.log for o in failed),
+                )
+
+            notify(BuildProgress(stage="link", message="linking", done=len(units), total=len(units)))
+            build_key = fingerprint(
+                CACHE_SCHEMA, "extension", [u.key for u in units], self.toolchain.fingerprint
+            )
+            extension = self.cache.extension_path(build_key)
+            if not extension.exists():
+                link_diagnostics, link_log = await self._link(units, staging, build_key)
+                if link_diagnostics:
+                    diagnostics += link_diagnostics
+                    return finish(
+                        ok=False,
+                        failure="link_error",
+                        summary=f"link failed: {link_diagnostics[0].message}",
+                        files=files,
+                        diagnostics=diagnostics,
+                        kernels=kernels,
+                        log=link_log,
+                    )
+            in_workspace = workspace.root / f"{EXTENSION_NAME}.so"
+            copy_atomically(extension, in_workspace)
+            compiled = sum(1 for f in files if f.action == "compiled")
+            result = finish(
+                ok=True,
+                summary=f"built {len(files)} files ({compiled} compiled, {len(files) - compiled} cached)",
+                build_key=build_key,
+                extension_path=str(extension),
+                workspace_extension_path=str(in_workspace),
+                files=files,
+                diagnostics=diagnostics,
+                kernels=kernels,
+            )
+            notify(BuildProgress(stage="done", message=result.summary, done=len(units), total=len(units)))
+            return result
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def _unit_key(
+        self,
+        file: str,
+        kind: str,
+        source_sha: str,
+        header_digest: str,
+        harness_digest: str,
+        flags: BuildFlags,
+    ) -> str:
+        # A C++ unit's object does not depend on the GPU arch or fast-math, so they stay out of its key.
+        flag_part = flags.model_dump() if kind == "cu" else {"optimization": flags.optimization}
+        return fingerprint(
+            CACHE_SCHEMA, kind, file, source_sha, header_digest, harness_digest, json.dumps(flag_part, sort_keys=True),
+            self.toolchain.fingerprint,
+        )  # fmt: skip
+
+    def _stage(self, workspace: Workspace, staging: Path, relpaths: list[str]) -> None:
+        """Copy the agent's files and write the pristine harness files: compilers see only this tree."""
+        for relpath in relpaths:
+            target = staging / relpath
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(workspace.root / relpath, target)
+        for name in HARNESS_FILES:
+            (staging / name).write_text(harness_text(name))
+
+    async def _compile_all(
+        self, units: list[_Unit], staging: Path, flags: BuildFlags, notify: ProgressCallback, total: int
+    ) -> dict[str, _UnitOutcome]:
+        limiter = anyio.CapacityLimiter(self.limits.jobs)
+        outcomes: dict[str, _UnitOutcome] = {}
+        done = total - len(units)
+
+        async def compile_one(unit: _Unit) -> None:
+            nonlocal done
+            async with limiter:
+                notify(
+                    BuildProgress(stage="compile", message=f"compiling {unit.file}", done=done, total=total)
+                )
+                outcomes[unit.key] = await self._compile(unit, staging, flags)
+                done += 1
+                notify(
+                    BuildProgress(
+                        stage="compile",
+                        message=f"{unit.file}: {outcomes[unit.key].action}",
+                        done=done,
+                        total=total,
+                    )
+                )
+
+        async with anyio.create_task_group() as group:
+            # The slow C++ units first, so the short nvcc runs fill in behind them.
+            for unit in sorted(units, key=lambda u: u.kind != "cpp"):
+                group.start_soon(compile_one, unit)
+        return outcomes
+
+    async def _compile(self, unit: _Unit, staging: Path, flags: BuildFlags) -> _UnitOutcome:
+        output = f"{unit.file}.o"
+        build = nvcc_command if unit.kind == "cu" else cxx_command
+        argv = build(self.toolchain, flags, unit.file, output, ["."])
+        result = await self.executor.run(
+            argv, cwd=staging, limits=self.limits.process(self.limits.compile_timeout_s)
+        )
+        tool = "nvcc" if unit.kind == "cu" else "c++"
+        path_map = {str(staging / unit.file): unit.file, f"./{unit.file}": unit.file}
+        diagnostics = parse_compiler_output(result.output, tool=tool, path_map=path_map, unit_file=unit.file)
+        if not result.ok:
+            return self._failed_unit(unit, result, diagnostics)
+        kernels = (
+            parse_ptxas_resources(result.output, file=unit.file, demangle=demangle)
+            if unit.kind == "cu"
+            else []
+        )
+        record = ObjectRecord(
+            key=unit.key,
+            file=unit.file,
+            kind=unit.kind,
+            diagnostics=diagnostics,
+            kernels=kernels,
+            compile_wall_s=result.wall_s,
+        )
+        self.cache.store_object(staging / output, record)
+        return _UnitOutcome(unit, "compiled", record, result.wall_s, diagnostics)
+
+    def _failed_unit(self, unit: _Unit, result: ProcessResult, diagnostics: list[Diagnostic]) -> _UnitOutcome:
+        tool = "nvcc" if unit.kind == "cu" else "c++"
+        if result.timed_out:
+            message = f"compiling took longer than {self.limits.compile_timeout_s:.0f} s and was stopped"
+            failure: BuildFailure = "timeout"
+        elif result.output_limit_hit:
+            message = f"the compiler printed more than {self.limits.max_output_bytes} bytes and was stopped"
+            failure = "output_limit"
+        else:
+            message = ""
+            failure = "compile_error"
+        if message:
+            diagnostics = [
+                *diagnostics,
+                Diagnostic(file=unit.file, severity="error", message=message, tool=tool),
+            ]  # type: ignore[arg-type]
+        elif not any(d.severity == "error" for d in diagnostics):
+            last = result.output.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
+            diagnostics = [
+                *diagnostics,
+                Diagnostic(file=unit.file, severity="error", message=last[0], tool=tool),
+            ]  # type: ignore[arg-type]
+        action: Literal["failed", "timed_out"] = "timed_out" if result.timed_out else "failed"
+        log = f"== {tool} {unit.file} ==\n{result.output}"
+        return _UnitOutcome(unit, action, None, result.wall_s, diagnostics, failure=failure, log=log)
+
+    async def _link(self, units: list[_Unit], staging: Path, build_key: str) -> tuple[list[Diagnostic], str]:
+        objects = [str(self.cache.object_path(u.key)) for u in units]
+        output = staging / f"{EXTENSION_NAME}.so"
+        argv = link_command(self.toolchain, objects, str(output))
+        result = await self.executor.run(
+            argv, cwd=staging, limits=self.limits.process(self.limits.link_timeout_s)
+        )
+        object_to_file = {f"{u.key}.o": u.file for u in units}
+        diagnostics = parse_unresolved_symbols(result.output, object_to_file)
+        if not result.ok and not diagnostics:
+            reason = "timed out" if result.timed_out else _last_error_line(result.output)
+            diagnostics = [Diagnostic(file=None, severity="error", message=reason, tool="linker")]
+        if diagnostics:
+            return diagnostics, f"== link ==\n{result.output}"
+        self.cache.store_extension(output, build_key)
+        return [], ""
+
+
+def _last_error_line(output: str) -> str:
+    lines = [ln for ln in output.splitlines() if "error" in ln.lower() or "ld:" in ln]
+    return lines[0] if lines else (output.strip().splitlines() or ["the linker failed"])[-1]
+
+
+def _failure_summary(failed: list[_UnitOutcome], diagnostics: list[Diagnostic]) -> str:
+    errors = [d for d in diagnostics if d.severity == "error"]
+    names = ", ".join(o.unit.file for o in failed)
+    if not errors:
+        return f"build failed in {names}"
+    first = errors[0]
+    where = first.file or ""
+    if first.line is not None:
+        where += f":{first.line}" + (f":{first.column}" if first.column else "")
+    return f"{len(errors)} error(s) in {names}; first: {where}: {first.message}"

@@ -1,0 +1,101 @@
+"""The harness's fixed compiler flags: agents choose sources, never flags."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cuda_agent_mcp.build.toolchain import Toolchain
+from cuda_agent_mcp.workspace.harness import EXTENSION_NAME
+
+DEFAULT_ARCH = "sm_90"  # Hopper, the paper's target; used when no GPU is visible (CPU build machines)
+ARCH_ENV = "CUDA_AGENT_ARCH"
+
+
+class BuildFlags(BaseModel):
+    """Per-build switches; everything else about the command lines is fixed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    arch: str = Field(DEFAULT_ARCH, pattern=r"^sm_\d+[af]?$")
+    use_fast_math: bool = True
+    optimization: str = "-O3"
+
+
+def nvcc_command(
+    tc: Toolchain, flags: BuildFlags, source: str, output: str, include_dirs: list[str]
+) -> list[str]:
+    """Compile one pure-CUDA translation unit (no torch headers on its include path)."""
+    cmd = [
+        str(tc.nvcc), "-c", source, "-o", output,
+        flags.optimization, f"-std={tc.cxx_standard}", f"-arch={flags.arch}",
+        "-Xptxas", "-v", "-Xcompiler", "-fPIC,-fvisibility=hidden",
+    ]  # fmt: skip
+    if flags.use_fast_math:
+        cmd.append("--use_fast_math")
+    cmd += [f"-I{d}" for d in include_dirs]
+    cmd += [f"-I{d}" for d in tc.cuda_include_dirs]
+    return cmd
+
+
+def cxx_command(
+    tc: Toolchain, flags: BuildFlags, source: str, output: str, include_dirs: list[str]
+) -> list[str]:
+    """Compile one C++ translation unit (bindings, cuBLAS/cuDNN host code) against torch's headers."""
+    cmd = [
+        tc.cxx, "-c", source, "-o", output,
+        flags.optimization, f"-std={tc.cxx_standard}", "-fPIC", "-fvisibility=hidden",
+        "-DTORCH_API_INCLUDE_EXTENSION_H", f"-DTORCH_EXTENSION_NAME={EXTENSION_NAME}",
+    ]  # fmt: skip
+    cmd += [f"-I{d}" for d in include_dirs]
+    # -isystem: warnings from torch, Python and CUDA headers are theirs, not the agent's.
+    for directory in (*tc.system_include_dirs, *tc.cuda_include_dirs):
+        cmd += ["-isystem", str(directory)]
+    return cmd
+
+
+def link_command(tc: Toolchain, objects: list[str], output: str) -> list[str]:
+    """Link objects into the extension; unresolved symbols are listed (as warnings) for us to check."""
+    cmd = [tc.cxx, "-shared", *objects, "-o", output]
+    cmd += [f"-L{d}" for d in tc.library_dirs]
+    cmd += [f"-l{lib}" for lib in tc.libraries]
+    cmd += [f"-Wl,-rpath,{tc.torch_dir / 'lib'}", "-Wl,--no-undefined", "-Wl,--warn-unresolved-symbols"]
+    return cmd
+
+
+def fingerprint(*parts: object) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+@cache
+def detect_arch() -> str:
+    """The build target: $CUDA_AGENT_ARCH, else the first visible GPU's, else sm_90."""
+    if value := os.environ.get(ARCH_ENV):
+        return value
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run(
+                [smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=20,
+            ).stdout  # fmt: skip
+            cap = out.strip().splitlines()[0].strip() if out.strip() else ""
+            if cap and cap.replace(".", "").isdigit():
+                return "sm_" + cap.replace(".", "")
+        except (OSError, subprocess.SubprocessError, IndexError):
+            pass
+    return DEFAULT_ARCH
+
+
+def default_cache_dir() -> Path:
+    """$CUDA_AGENT_CACHE, else $XDG_CACHE_HOME/cuda-agent-mcp, else ~/.cache/cuda-agent-mcp."""
+    if value := os.environ.get("CUDA_AGENT_CACHE"):
+        return Path(value)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cuda-agent-mcp"

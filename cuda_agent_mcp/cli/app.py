@@ -1,0 +1,167 @@
+"""The `cuda-agent` command line: tasks, workspaces and builds, readable by default, --json for scripts."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import anyio
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from cuda_agent_mcp.build import BuildProgress
+from cuda_agent_mcp.cli import render
+from cuda_agent_mcp.errors import CudaAgentError, InfraError
+from cuda_agent_mcp.tasks import TaskCatalog
+from cuda_agent_mcp.tools import (
+    CompileRequest,
+    Session,
+    TaskQuery,
+    compile_kernels,
+    list_tasks,
+    new_workspace,
+    show_task,
+)
+
+app = typer.Typer(help="Write, build and evaluate CUDA kernels for PyTorch references.", no_args_is_help=True)
+tasks_app = typer.Typer(help="List and inspect tasks.", no_args_is_help=True)
+workspace_app = typer.Typer(help="Create agent workspaces.", no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(workspace_app, name="workspace")
+
+out = Console()
+err = Console(stderr=True)
+T = TypeVar("T")
+
+TasksOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--tasks", "-t", help="task source: a .py file, a KernelBench tree, a .jsonl/.parquet dataset"
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
+
+
+def _run(work: Callable[[], Awaitable[T]]) -> T:
+    """Run one async tool call; errors become one readable line and an exit code, never a traceback."""
+    try:
+        return anyio.run(work)
+    except CudaAgentError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(3 if isinstance(exc, InfraError) else 2) from None
+
+
+def _emit_json(model: BaseModel) -> None:
+    sys.stdout.write(model.model_dump_json(indent=2) + "\n")
+
+
+def _catalog(sources: list[Path] | None) -> TaskCatalog:
+    return TaskCatalog.from_environment(sources or [])
+
+
+@tasks_app.command("list")
+def tasks_list(
+    tasks: TasksOption = None,
+    level: Annotated[int | None, typer.Option(help="only this level")] = None,
+    contains: Annotated[str | None, typer.Option(help="substring of the id or name")] = None,
+    limit: Annotated[int | None, typer.Option(help="show at most this many")] = None,
+    json: JsonOption = False,
+) -> None:
+    """List the tasks of the bundled examples and of every --tasks source."""
+    catalog = _catalog(tasks)
+    listing = _run(lambda: list_tasks(catalog, TaskQuery(level=level, contains=contains, limit=limit)))
+    _emit_json(listing) if json else out.print(render.task_table(listing))
+
+
+@tasks_app.command("show")
+def tasks_show(
+    task: Annotated[str, typer.Argument(help="task id (see tasks list) or a .py file")],
+    tasks: TasksOption = None,
+    code: Annotated[bool, typer.Option("--code/--no-code", help="print the reference source")] = True,
+    inspect: Annotated[
+        bool, typer.Option("--inspect/--no-inspect", help="run the entry points on the meta device")
+    ] = True,
+    json: JsonOption = False,
+) -> None:
+    """Show one task: metadata, input shapes, reference source."""
+    catalog = _catalog(tasks)
+    with err.status("inspecting the task", spinner="dots") if inspect and not json else _nullcontext():
+        details = _run(lambda: show_task(catalog, task, inspect=inspect))
+    _emit_json(details) if json else out.print(render.task_details(details, show_code=code))
+
+
+@workspace_app.command("new")
+def workspace_new(
+    task: Annotated[str, typer.Argument(help="task id or a .py file")],
+    directory: Annotated[Path, typer.Argument(help="where to lay the workspace out")],
+    tasks: TasksOption = None,
+    overwrite: Annotated[bool, typer.Option(help="lay out even if the directory is not empty")] = False,
+    json: JsonOption = False,
+) -> None:
+    """Create a workspace for a task: model.py, model_new.py skeleton, kernels/, harness files."""
+    catalog = _catalog(tasks)
+    info = _run(lambda: new_workspace(catalog, task, directory, overwrite=overwrite))
+    _emit_json(info) if json else out.print(render.workspace_created(info))
+
+
+@app.command("compile")
+def compile_command(
+    directory: Annotated[Path, typer.Argument(help="workspace directory")] = Path("."),
+    arch: Annotated[
+        str | None, typer.Option(help="GPU target, e.g. sm_90 (default: this GPU, else sm_90)")
+    ] = None,
+    json: JsonOption = False,
+) -> None:
+    """Build the workspace's kernels into cuda_extension.so (incremental). Exit 1 when the build fails."""
+
+    async def work() -> object:
+        session = Session.open(directory)
+        request = CompileRequest(arch=arch)
+        if json:
+            return await compile_kernels(session, request)
+        with Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err, transient=True,
+        ) as bar:  # fmt: skip
+            job = bar.add_task("planning", total=None)
+
+            def on_progress(event: BuildProgress) -> None:
+                bar.update(job, description=event.message, completed=event.done, total=event.total or None)
+
+            return await compile_kernels(session, request, progress=on_progress)
+
+    try:
+        result = _run(work)
+    except ValueError as exc:  # pydantic rejects a malformed --arch before anything runs
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    _emit_json(result) if json else render.build_report(result, out)  # type: ignore[arg-type]
+    if not result.ok:  # type: ignore[attr-defined]
+        raise typer.Exit(1)
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Human-readable rendering of tool results for the terminal (the --json path prints the models as-is)."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+
+from cuda_agent_mcp.results import BuildResult
+from cuda_agent_mcp.tools import TaskDetails, TaskList, WorkspaceInfo
+
+
+def task_table(listing: TaskList) -> Table:
+    table = Table(title=f"{len(listing.tasks)} of {listing.total} tasks", title_justify="left")
+    for column in ("id", "name", "level", "dtype", "hash"):
+        table.add_column(column)
+    for task in listing.tasks:
+        level = str(task.level) if task.level is not None else "-"
+        table.add_row(task.id, escape(task.name), level, task.dtype, task.content_hash[:12])
+    return table
+
+
+def task_details(details: TaskDetails, *, show_code: bool) -> Group:
+    task = details.task
+    rows = Table.grid(padding=(0, 2))
+    rows.add_row("id", task.id)
+    rows.add_row("name", escape(task.name))
+    rows.add_row("level", str(task.level) if task.level is not None else "-")
+    rows.add_row(
+        "source",
+        f"{task.source.kind}: {task.source.path or '-'}"
+        + (f" row {task.source.row}" if task.source.row is not None else ""),
+    )
+    rows.add_row("content hash", task.content_hash)
+    rows.add_row(
+        "dtype / tolerance",
+        f"{task.policy.dtype} / atol={task.policy.tolerance.atol} rtol={task.policy.tolerance.rtol}",
+    )
+    rows.add_row("fast math", "on" if task.policy.use_fast_math else "off")
+    if details.probe is not None:
+        inputs = ", ".join(
+            f"{i.dtype}{list(i.shape or [])}" if i.kind == "tensor" else f"{i.kind}={i.value}"
+            for i in details.probe.inputs
+        )
+        rows.add_row("inputs", inputs)
+        rows.add_row("init inputs", ", ".join(details.probe.init_inputs) or "-")
+        rows.add_row("parameters", str(details.probe.parameter_count))
+    parts: list[object] = [rows]
+    if show_code:
+        parts.append(Syntax(task.code, "python", line_numbers=True))
+    return Group(*parts)  # type: ignore[arg-type]
+
+
+def workspace_created(info: WorkspaceInfo) -> str:
+    files = "\n".join(f"  {f}" for f in info.files)
+    return (
+        f"workspace for [bold]{info.task_id}[/] at {info.path}\n{files}\nnext: cuda-agent compile {info.path}"
+    )
+
+
+def build_report(result: BuildResult, console: Console) -> None:
+    files = Table(title="files", title_justify="left")
+    for column in ("file", "action", "seconds"):
+        files.add_column(column)
+    for item in result.files:
+        style = {"compiled": "green", "cached": "dim", "failed": "red", "timed_out": "red"}[item.action]
+        files.add_row(item.file, f"[{style}]{item.action}[/]", f"{item.wall_s:.2f}")
+    console.print(files)
+    if result.kernels:
+        kernels = Table(title="kernels (ptxas)", title_justify="left")
+        for column in ("kernel", "regs", "smem B", "stack B", "spills B (st/ld)"):
+            kernels.add_column(column)
+        for k in result.kernels:
+            spills = f"{k.spill_stores_bytes}/{k.spill_loads_bytes}"
+            kernels.add_row(
+                escape(k.name), str(k.registers), str(k.shared_memory_bytes), str(k.stack_frame_bytes), spills
+            )
+        console.print(kernels)
+    for d in result.diagnostics:
+        where = d.file or d.tool
+        if d.line is not None:
+            where += f":{d.line}" + (f":{d.column}" if d.column else "")
+        colour = {"error": "red", "warning": "yellow", "note": "blue"}[d.severity]
+        console.print(f"[{colour}]{d.severity}[/] {escape(where)}: {escape(d.message)}")
+    if result.ignored_protected_files:
+        console.print(
+            f"[yellow]ignored edits to protected files:[/] {', '.join(result.ignored_protected_files)}"
+        )
+    status = "[green]ok[/]" if result.ok else f"[red]failed ({result.failure})[/]"
+    body = f"{status} {escape(result.summary)} in {result.wall_s:.2f} s, {result.arch}"
+    if result.workspace_extension_path:
+        body += f"\n{result.workspace_extension_path}"
+    console.print(Panel(body, title="compile", title_align="left"))

@@ -1,0 +1,81 @@
+"""The exception tree, sorted by who must act.
+
+    CudaAgentError
+    ├── UsageError (also ValueError)      the caller's fault; raised before anything runs
+    │   ├── TaskLoadError                 a task file or dataset row is malformed
+    │   ├── TaskNotFound                  no task has that id
+    │   └── WorkspaceError                bad workspace path, protected file, file outside the root
+    └── InfraError                        our fault or the machine's; never the candidate's
+        ├── ToolchainMissing              nvcc, the host compiler or the torch headers are absent
+        └── ExecutorUnavailable           a process could not be started at all
+
+A candidate's own failures (compile errors, wrong output, crashes, timeouts) are never
+exceptions: they are return values, because the model learns from them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class CudaAgentError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class UsageError(CudaAgentError, ValueError):
+    """The caller asked for something that cannot be done; nothing ran."""
+
+
+class TaskLoadError(UsageError):
+    """A reference program could not be loaded as a task.
+
+    `location` names the file (and the row, for datasets); `problem` says what is wrong in
+    words a user can act on. The message combines both.
+    """
+
+    def __init__(self, location: str | Path, problem: str, *, line: int | None = None) -> None:
+        self.location = str(location)
+        self.problem = problem
+        self.line = line
+        where = f"{self.location}:{line}" if line is not None else self.location
+        super().__init__(f"{where}: {problem}")
+
+
+class TaskNotFound(UsageError):
+    """No task source knows the requested id."""
+
+    def __init__(self, task_id: str, known_sources: list[str]) -> None:
+        self.task_id = task_id
+        self.known_sources = known_sources
+        hint = ", ".join(known_sources) if known_sources else "none configured"
+        super().__init__(f"unknown task {task_id!r} (task sources: {hint})")
+
+
+class WorkspaceError(UsageError):
+    """A workspace path or file operation was refused."""
+
+
+class InfraError(CudaAgentError):
+    """The environment failed, not the candidate. `retryable` says whether trying again may help."""
+
+    retryable: bool = False
+
+
+class ToolchainMissing(InfraError):
+    """A compiler or header set the build needs is not installed."""
+
+    def __init__(self, what: str, hint: str) -> None:
+        self.what = what
+        self.hint = hint
+        super().__init__(f"{what} not found: {hint}")
+
+
+class ExecutorUnavailable(InfraError):
+    """A process could not be started (missing binary, fork failure, resource exhaustion)."""
+
+    retryable = True
+
+    def __init__(self, argv0: str, reason: str) -> None:
+        self.argv0 = argv0
+        self.reason = reason
+        super().__init__(f"could not start {argv0}: {reason}")

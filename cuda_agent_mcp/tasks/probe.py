@@ -1,0 +1,72 @@
+"""Run a reference program's entry points on the meta device, in a child process, to check what they return.
+
+Inputs are made on `meta`, so a task whose inputs are many gigabytes costs nothing to inspect, and the
+reference never runs inside the caller's process.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from cuda_agent_mcp.errors import TaskLoadError
+from cuda_agent_mcp.executors import LocalExecutor, ProcessLimits
+from cuda_agent_mcp.executors.local import scrubbed_env
+from cuda_agent_mcp.tasks.model import Task
+
+PROBE_MARKER = "@@cuda-agent-probe@@"
+
+
+class InputSpec(BaseModel):
+    """One element of get_inputs(): a tensor's shape and dtype, or a plain value's type."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str  # "tensor" or the Python type name
+    shape: list[int] | None = None
+    dtype: str | None = None
+    value: str | None = None
+
+
+class ProbeReport(BaseModel):
+    """What the probe found. `error` is set when an entry point failed; the loader turns it into TaskLoadError."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    inputs: list[InputSpec] = []
+    init_inputs: list[str] = []
+    parameter_count: int | None = None
+    error: str | None = None
+
+
+async def probe_task(task: Task, *, timeout_s: float = 120.0) -> ProbeReport:
+    """Check that Model builds and get_inputs() returns tensors; raise TaskLoadError if not."""
+    with tempfile.TemporaryDirectory(prefix="cuda-agent-probe-") as tmp:
+        model_path = Path(tmp) / "model.py"
+        model_path.write_text(task.code)
+        result = await LocalExecutor().run(
+            [sys.executable, "-m", "cuda_agent_mcp.tasks._probe_child", str(model_path)],
+            cwd=Path(tmp),
+            limits=ProcessLimits(timeout_s=timeout_s),
+            env=scrubbed_env({"PYTHONPATH": _package_parent(), "CUDA_VISIBLE_DEVICES": ""}),
+        )
+    location = task.source.path or task.id
+    if result.timed_out:
+        raise TaskLoadError(location, f"inspecting the task took longer than {timeout_s:.0f} s")
+    lines = [ln for ln in result.output.splitlines() if ln.startswith(PROBE_MARKER)]
+    if not lines:
+        tail = result.output.strip()[-2000:]
+        raise TaskLoadError(location, f"inspecting the task failed (exit {result.returncode}): {tail}")
+    report = ProbeReport.model_validate_json(lines[-1][len(PROBE_MARKER) :])
+    if report.error:
+        raise TaskLoadError(location, report.error)
+    return report
+
+
+def _package_parent() -> str:
+    import cuda_agent_mcp
+
+    return str(Path(cuda_agent_mcp.__file__).resolve().parent.parent)

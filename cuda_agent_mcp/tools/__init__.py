@@ -1,0 +1,32 @@
+"""The tool layer: one async function per tool, pydantic in and out. Every front-end calls these."""
+
+from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
+from cuda_agent_mcp.tools.files import edit_file, list_files, read_file, search_files, write_file
+from cuda_agent_mcp.tools.session import Session
+from cuda_agent_mcp.tools.tasks import (
+    TaskDetails,
+    TaskList,
+    TaskQuery,
+    WorkspaceInfo,
+    list_tasks,
+    new_workspace,
+    show_task,
+)
+
+__all__ = [
+    "CompileRequest",
+    "Session",
+    "TaskDetails",
+    "TaskList",
+    "TaskQuery",
+    "WorkspaceInfo",
+    "compile_kernels",
+    "edit_file",
+    "list_files",
+    "list_tasks",
+    "new_workspace",
+    "read_file",
+    "search_files",
+    "show_task",
+    "write_file",
+]

@@ -1,0 +1,58 @@
+"""A Session: one task, its workspace, and the executor and build cache its tools use."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cuda_agent_mcp.build import (
+    BuildCache,
+    Builder,
+    BuildFlags,
+    BuildLimits,
+    default_cache_dir,
+    detect_arch,
+    discover_toolchain,
+)
+from cuda_agent_mcp.executors import Executor, LocalExecutor
+from cuda_agent_mcp.tasks import Task
+from cuda_agent_mcp.workspace import Workspace
+
+
+@dataclass
+class Session:
+    """Everything a tool call needs; front-ends hold one per agent conversation or episode."""
+
+    task: Task
+    workspace: Workspace
+    executor: Executor = field(default_factory=LocalExecutor)
+    cache_dir: Path = field(default_factory=default_cache_dir)
+    build_limits: BuildLimits = field(default_factory=BuildLimits)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    _builder: Builder | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def create(
+        cls, task: Task, directory: str | Path, *, overwrite: bool = False, **options: object
+    ) -> Session:
+        """Lay out a new workspace for `task` and open a session on it."""
+        return cls(task, Workspace.create(task, directory, overwrite=overwrite), **options)  # type: ignore[arg-type]
+
+    @classmethod
+    def open(cls, directory: str | Path, **options: object) -> Session:
+        """Open a session on an existing workspace directory; its model.py is the reference."""
+        workspace = Workspace.open(directory)
+        return cls(workspace.task(), workspace, **options)  # type: ignore[arg-type]
+
+    def build_flags(self, arch: str | None = None) -> BuildFlags:
+        return BuildFlags(arch=arch or detect_arch(), use_fast_math=self.task.policy.use_fast_math)
+
+    @property
+    def builder(self) -> Builder:
+        """Created on first use, so sessions that never compile need no toolchain."""
+        if self._builder is None:
+            self._builder = Builder(
+                discover_toolchain(), BuildCache(self.cache_dir), self.executor, self.build_limits
+            )
+        return self._builder

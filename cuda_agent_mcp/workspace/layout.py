@@ -1,0 +1,172 @@
+"""An agent workspace on disk, in the CUDA Agent paper's layout, and what its build inputs are.
+
+model.py               reference (read-only; the pristine copy is kept in memory)
+model_new.py           agent: class ModelNew
+kernels/*.cu           agent: pure CUDA + extern "C" launchers
+kernels/*_binding.cpp  agent: torch tensors -> pointers, REGISTER_BINDING
+binding.cpp            harness (ignored if edited)
+binding_registry.h     harness (ignored if edited)
+.cuda-agent/           provenance: which task this workspace was made from
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from cuda_agent_mcp.errors import WorkspaceError
+from cuda_agent_mcp.tasks import Task, TaskSource, task_from_source
+from cuda_agent_mcp.tasks.static_check import check_reference_source, model_init_signature
+from cuda_agent_mcp.workspace.harness import HARNESS_FILES, harness_text
+
+REFERENCE_FILE = "model.py"
+CANDIDATE_FILE = "model_new.py"
+KERNELS_DIR = "kernels"
+META_DIR = ".cuda-agent"
+PROTECTED_FILES = (REFERENCE_FILE, *HARNESS_FILES)
+SOURCE_SUFFIXES = {".cu": "cu", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp"}
+HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".hh", ".inl")
+
+SourceKind = Literal["cu", "cpp"]
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One translation unit of the build, with the hash of its bytes."""
+
+    relpath: str
+    kind: SourceKind
+    sha256: str
+
+
+class Workspace:
+    """A directory an agent works in, tied to the reference it was opened with."""
+
+    def __init__(self, root: Path, reference_code: str, task_id: str) -> None:
+        self.root = root
+        self.reference_code = reference_code
+        self.task_id = task_id
+
+    # -- creation -----------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, task: Task, directory: str | Path, *, overwrite: bool = False) -> Workspace:
+        """Lay out a fresh workspace for `task` in `directory` (which must be empty unless overwrite)."""
+        root = Path(directory).resolve()
+        if root.exists() and not root.is_dir():
+            raise WorkspaceError(f"{root} exists and is not a directory")
+        if root.exists() and any(root.iterdir()) and not overwrite:
+            raise WorkspaceError(f"{root} is not empty (pass overwrite to lay the workspace out anyway)")
+        (root / KERNELS_DIR).mkdir(parents=True, exist_ok=True)
+        _write_readonly(root / REFERENCE_FILE, task.code)
+        for name in HARNESS_FILES:
+            _write_readonly(root / name, harness_text(name))
+        (root / "SKILL.md").write_text(harness_text("SKILL.md"))
+        candidate = root / CANDIDATE_FILE
+        if not candidate.exists():
+            signature = model_init_signature(check_reference_source(task.code, task.id))
+            candidate.write_text(harness_text("model_new.py.template").replace("{signature}", signature))
+        meta = {"task_id": task.id, "content_hash": task.content_hash, "source": task.source.model_dump()}
+        (root / META_DIR).mkdir(exist_ok=True)
+        (root / META_DIR / "workspace.json").write_text(json.dumps(meta, indent=2) + "\n")
+        return cls(root, task.code, task.id)
+
+    @classmethod
+    def open(cls, directory: str | Path) -> Workspace:
+        """Use an existing directory; its model.py at this moment becomes the reference."""
+        root = Path(directory).resolve()
+        if not root.is_dir():
+            raise WorkspaceError(f"{root} is not a directory")
+        model = root / REFERENCE_FILE
+        if not model.is_file():
+            raise WorkspaceError(f"{root} has no {REFERENCE_FILE}: not a workspace")
+        code = model.read_text(encoding="utf-8")
+        task_id = _recorded_task_id(root) or f"workspace/{root.name}"
+        check_reference_source(code, str(model))
+        return cls(root, code, task_id)
+
+    def task(self) -> Task:
+        """The reference of this workspace as a Task."""
+        return task_from_source(
+            self.reference_code,
+            task_id=self.task_id,
+            name=self.root.name,
+            source=TaskSource(kind="workspace", path=str(self.root)),
+            location=str(self.root / REFERENCE_FILE),
+        )
+
+    # -- build inputs -------------------------------------------------------------------------
+
+    def build_sources(self) -> list[SourceFile]:
+        """The agent's translation units: *.cu/*.cpp at the root and in kernels/ (harness files excluded)."""
+        return [
+            SourceFile(path.relative_to(self.root).as_posix(), SOURCE_SUFFIXES[path.suffix], _sha256(path))
+            for path in self._files_in_build_dirs()
+            if path.suffix in SOURCE_SUFFIXES and path.name not in HARNESS_FILES
+        ]
+
+    def build_headers(self) -> dict[str, str]:
+        """Local headers a translation unit may include, relpath -> sha256 (harness header excluded)."""
+        return {
+            path.relative_to(self.root).as_posix(): _sha256(path)
+            for path in self._files_in_build_dirs()
+            if path.suffix in HEADER_SUFFIXES and path.name not in HARNESS_FILES
+        }
+
+    def modified_protected_files(self) -> list[str]:
+        """Protected files present in the workspace whose content differs from the pristine copy (the
+        build and the evaluator ignore them; a missing harness file is no problem, its copy is used)."""
+        pristine = {REFERENCE_FILE: self.reference_code} | {n: harness_text(n) for n in HARNESS_FILES}
+        changed = []
+        for name, text in pristine.items():
+            path = self.root / name
+            if not path.exists():
+                continue
+            try:
+                if path.read_text(encoding="utf-8") != text:
+                    changed.append(name)
+            except (OSError, UnicodeDecodeError):
+                changed.append(name)
+        return changed
+
+    def _files_in_build_dirs(self) -> list[Path]:
+        found: list[Path] = []
+        for directory in (self.root, self.root / KERNELS_DIR):
+            if directory.is_dir():
+                found.extend(p for p in sorted(directory.iterdir()) if p.is_file() and not p.is_symlink())
+        return found
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_readonly(path: Path, text: str) -> None:
+    if path.exists():
+        path.chmod(stat.S_IWUSR | stat.S_IRUSR)
+    path.write_text(text)
+    os.chmod(path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+
+
+def _recorded_task_id(root: Path) -> str | None:
+    meta = root / META_DIR / "workspace.json"
+    try:
+        value = json.loads(meta.read_text()).get("task_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+__all__ = [
+    "CANDIDATE_FILE",
+    "KERNELS_DIR",
+    "PROTECTED_FILES",
+    "REFERENCE_FILE",
+    "SourceFile",
+    "Workspace",
+]
