@@ -291,7 +291,13 @@ class Builder:
         )
         tool = "nvcc" if unit.kind == "cu" else "c++"
         path_map = {str(staging / unit.file): unit.file, f"./{unit.file}": unit.file}
-        diagnostics = parse_compiler_output(result.output, tool=tool, path_map=path_map, unit_file=unit.file)
+        diagnostics = parse_compiler_output(
+            result.output,
+            tool=tool,
+            path_map=path_map,
+            unit_file=unit.file,
+            source_line=_line_reader(staging),
+        )
         if not result.ok:
             return self._failed_unit(unit, result, diagnostics)
         kernels = (
@@ -352,6 +358,19 @@ class Builder:
             return diagnostics, f"== link ==\n{result.output}"
         self.cache.store_extension(output, build_key)
         return [], ""
+
+
+def _line_reader(root: Path) -> Callable[[str, int], str | None]:
+    """Reads one line of a staged file, for placing nvcc's caret in the real source line."""
+
+    def read(file: str, line: int) -> str | None:
+        try:
+            lines = (root / file).read_text(errors="replace").splitlines()
+        except OSError:
+            return None
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+    return read
 
 
 def _last_error_line(output: str) -> str:

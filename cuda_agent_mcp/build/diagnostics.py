@@ -44,7 +44,12 @@ _SEVERITY: dict[str, Severity] = {
 
 
 def parse_compiler_output(
-    output: str, *, tool: str, path_map: Mapping[str, str], unit_file: str
+    output: str,
+    *,
+    tool: str,
+    path_map: Mapping[str, str],
+    unit_file: str,
+    source_line: Callable[[str, int], str | None] = lambda _file, _line: None,
 ) -> list[Diagnostic]:
     """Every message in `output`; paths are rewritten through `path_map`, and messages that name no
     file (ptxas) are attributed to the translation unit being compiled."""
@@ -52,7 +57,8 @@ def parse_compiler_output(
     lines = output.splitlines()
     for index, line in enumerate(lines):
         if match := _EDG.match(line):
-            column = _caret_column(lines, index)
+            file = path_map.get(match.group("file").strip(), match.group("file").strip())
+            column = _caret_column(lines, index, source_line(file, int(match.group("line"))))
             diagnostics.append(_located(match, "nvcc", path_map, column))
         elif match := _GCC.match(line):
             column = int(match.group("col")) if match.group("col") else None
@@ -81,14 +87,15 @@ def _located(match: re.Match[str], tool: str, path_map: Mapping[str, str], colum
     )
 
 
-def _caret_column(lines: list[str], index: int) -> int | None:
-    """nvcc prints the offending line indented by two spaces, then a caret under the spot."""
-    if index + 2 >= len(lines):
+def _caret_column(lines: list[str], index: int, source: str | None) -> int | None:
+    """nvcc prints the offending line, re-indented, then a caret under the spot. The caret's offset
+    into the printed text, plus the real line's own indentation, gives the 1-based column."""
+    if index + 2 >= len(lines) or lines[index + 2].strip() != "^":
         return None
-    caret = lines[index + 2]
-    if caret.strip() != "^":
-        return None
-    return max(caret.index("^") - 2, 0) + 1
+    printed, caret = lines[index + 1], lines[index + 2]
+    into_text = caret.index("^") - (len(printed) - len(printed.lstrip()))
+    indent = len(source) - len(source.lstrip()) if source is not None else 2
+    return max(into_text, 0) + indent + 1
 
 
 def parse_unresolved_symbols(output: str, object_to_file: Mapping[str, str]) -> list[Diagnostic]:

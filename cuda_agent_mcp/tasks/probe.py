@@ -67,6 +67,5 @@ async def probe_task(task: Task, *, timeout_s: float = 120.0) -> ProbeReport:
 
 
 def _package_parent() -> str:
-    import cuda_agent_mcp
-
-    return str(Path(cuda_agent_mcp.__file__).resolve().parent.parent)
+    """The directory holding the cuda_agent_mcp package, so the child imports this same copy."""
+    return str(Path(__file__).resolve().parents[2])

@@ -1,0 +1,57 @@
+"""Shared fixtures: where the KernelBench problems are, which toolchains exist, a private build cache."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+KERNELBENCH = REPO.parent / "shared" / "benchmarks" / "kernelbench"
+
+
+def _toolchain_problem() -> str | None:
+    from cuda_agent_mcp.build import discover_toolchain
+    from cuda_agent_mcp.errors import ToolchainMissing
+
+    try:
+        discover_toolchain()
+    except ToolchainMissing as exc:
+        return str(exc)
+    return None
+
+
+def _gpu_problem() -> str | None:
+    if shutil.which("nvidia-smi") is None:
+        return "no nvidia-smi"
+    import torch
+
+    return None if torch.cuda.is_available() else "torch sees no CUDA device"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    toolchain = gpu = None
+    for item in items:
+        if "nvcc" in item.keywords:
+            toolchain = toolchain or _toolchain_problem() or ""
+            if toolchain:
+                item.add_marker(pytest.mark.skip(reason=f"needs nvcc and CUDA torch headers: {toolchain}"))
+        if "gpu" in item.keywords:
+            gpu = gpu if gpu is not None else (_gpu_problem() or "")
+            if gpu:
+                item.add_marker(pytest.mark.skip(reason=f"needs a GPU: {gpu}"))
+
+
+@pytest.fixture(scope="session")
+def kernelbench() -> Path:
+    if not (KERNELBENCH / "level1").is_dir():
+        pytest.skip(f"KernelBench problems not found at {KERNELBENCH}")
+    return KERNELBENCH
+
+
+@pytest.fixture(scope="session")
+def shared_build_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One build cache for the whole run: torch-header compiles are paid once, as in real use."""
+    return tmp_path_factory.mktemp("build-cache")
