@@ -81,7 +81,8 @@ async def run(edits: int) -> dict[str, object]:
     kernel = session.workspace.root / KERNEL
     original = kernel.read_text()
     tool_times, cli_times, recompiled = [], [], []
-    env = {**os.environ, "CUDA_AGENT_CACHE": str(cache), "PYTHONPATH": str(REPO)}
+    pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "CUDA_AGENT_CACHE": str(cache), "PYTHONPATH": pythonpath}
     for index in range(edits):
         _edit(kernel, original, 2 * index)
         started = time.perf_counter()

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sysconfig
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -131,13 +132,18 @@ def _torch_cuda_version(torch_dir: Path) -> str | None:
 
 
 def _torch_cxx_standard(torch_dir: Path) -> str:
-    """The C++ standard torch's own extension builder uses (C++20 from torch 2.10, C++17 before).
+    """The C++ standard torch's own extension builder uses: C++17 up to torch 2.12, C++20 after.
 
-    Read from torch's cpp_extension.py rather than a version table, so a new torch is handled by itself.
+    Read from torch's cpp_extension.py (the standard it passes most often, since a stray mention in
+    a docstring or a Windows branch must not decide) rather than from a version table, so a new
+    torch is handled by itself.
     """
     source = (torch_dir / "utils" / "cpp_extension.py").read_text()
-    standards = [int(n) for n in re.findall(r"-std=c\+\+(\d\d)", source)]
-    return f"c++{max(standards, default=17)}"
+    counts = Counter(int(n) for n in re.findall(r"-std=c\+\+(\d\d)", source))
+    if not counts:
+        return "c++17"
+    most = max(counts.values())
+    return f"c++{max(n for n, c in counts.items() if c == most)}"
 
 
 def _version_line(argv: list[str], pattern: str) -> str:
