@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuda_agent_mcp.build.facts import boot_identity, file_identity, remembered
 from cuda_agent_mcp.build.toolchain import Toolchain
 from cuda_agent_mcp.workspace.harness import EXTENSION_NAME
 
@@ -73,24 +74,31 @@ def fingerprint(*parts: object) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-@cache
-def detect_arch() -> str:
+def detect_arch(facts_dir: Path | None = None) -> str:
     """The build target: $CUDA_AGENT_ARCH, else the first visible GPU's, else sm_90."""
     if value := os.environ.get(ARCH_ENV):
         return value
     smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            out = subprocess.run(
-                [smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
-                capture_output=True, text=True, timeout=20,
-            ).stdout  # fmt: skip
-            cap = out.strip().splitlines()[0].strip() if out.strip() else ""
-            if cap and cap.replace(".", "").isdigit():
-                return "sm_" + cap.replace(".", "")
-        except (OSError, subprocess.SubprocessError, IndexError):
-            pass
-    return DEFAULT_ARCH
+    if smi is None:
+        return DEFAULT_ARCH
+    return remembered(
+        facts_dir, "gpu_arch", f"{boot_identity()}:{file_identity(smi)}", lambda: _query_arch(smi)
+    )
+
+
+@cache
+def _query_arch(smi: str) -> str:
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return DEFAULT_ARCH
+    cap = out.strip().splitlines()[0].strip() if out.strip() else ""
+    return "sm_" + cap.replace(".", "") if cap.replace(".", "").isdigit() else DEFAULT_ARCH
 
 
 def default_cache_dir() -> Path:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from cuda_agent_mcp.build.facts import file_identity, remembered
 from cuda_agent_mcp.errors import ToolchainMissing
 
 TORCH_LIBRARIES = ("c10", "c10_cuda", "torch", "torch_cpu", "torch_cuda", "torch_python")
@@ -61,8 +62,9 @@ class Toolchain:
 
 
 @cache
-def discover_toolchain() -> Toolchain:
-    """The toolchain of this machine (cached per process); ToolchainMissing says what to install."""
+def discover_toolchain(facts_dir: Path | None = None) -> Toolchain:
+    """The toolchain of this machine (cached per process, compiler versions also in `facts_dir`);
+    ToolchainMissing says what to install."""
     nvcc, cuda_home = _find_nvcc()
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
     if cxx is None:
@@ -80,8 +82,18 @@ def discover_toolchain() -> Toolchain:
         nvcc=nvcc,
         cxx=cxx,
         cuda_home=cuda_home,
-        nvcc_version=_version_line([str(nvcc), "--version"], r"release [\d.]+, V[\d.]+"),
-        cxx_version=_version_line([cxx, "--version"], r".+"),
+        nvcc_version=remembered(
+            facts_dir,
+            "nvcc_version",
+            file_identity(nvcc),
+            lambda: _version_line([str(nvcc), "--version"], r"release [\d.]+, V[\d.]+"),
+        ),
+        cxx_version=remembered(
+            facts_dir,
+            "cxx_version",
+            file_identity(shutil.which(cxx) or cxx),
+            lambda: _version_line([cxx, "--version"], r".+"),
+        ),
         torch_dir=torch_dir,
         torch_version=torch_version,
         torch_cuda_version=torch_cuda,

@@ -46,13 +46,18 @@ class Session:
         return cls(workspace.task(), workspace, **options)  # type: ignore[arg-type]
 
     def build_flags(self, arch: str | None = None) -> BuildFlags:
-        return BuildFlags(arch=arch or detect_arch(), use_fast_math=self.task.policy.use_fast_math)
+        return BuildFlags(
+            arch=arch or detect_arch(self.cache_dir), use_fast_math=self.task.policy.use_fast_math
+        )
 
     @property
     def builder(self) -> Builder:
         """Created on first use, so sessions that never compile need no toolchain."""
         if self._builder is None:
             self._builder = Builder(
-                discover_toolchain(), BuildCache(self.cache_dir), self.executor, self.build_limits
+                discover_toolchain(self.cache_dir),
+                BuildCache(self.cache_dir),
+                self.executor,
+                self.build_limits,
             )
         return self._builder
