@@ -11,6 +11,7 @@ import anyio
 import typer
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -58,7 +59,7 @@ def _run(work: Callable[[], Awaitable[T]]) -> T:
     try:
         return anyio.run(work)
     except CudaAgentError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(3 if isinstance(exc, InfraError) else 2) from None
 
 
@@ -144,7 +145,7 @@ def compile_command(
     try:
         result = _run(work)
     except ValueError as exc:  # pydantic rejects a malformed --arch before anything runs
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
     _emit_json(result) if json else render.build_report(result, out)  # type: ignore[arg-type]
     if not result.ok:  # type: ignore[attr-defined]
