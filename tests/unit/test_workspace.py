@@ -62,7 +62,7 @@ def test_an_existing_directory_opens_with_its_recorded_task_and_frozen_reference
 
 
 def test_a_directory_without_model_py_is_not_a_workspace(tmp_path: Path) -> None:
-    with pytest.raises(WorkspaceError, match="no model.py"):
+    with pytest.raises(WorkspaceError, match=r"no model\.py"):
         Workspace.open(tmp_path)
     with pytest.raises(WorkspaceError, match="not a directory"):
         Workspace.open(tmp_path / "missing")
