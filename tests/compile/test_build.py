@@ -202,7 +202,9 @@ def test_a_compiler_flooding_its_output_is_stopped(tmp_path: Path, shared_build_
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.iterdir() if (p / "model.py").exists()))
-def test_every_bundled_example_builds_as_it_is_in_the_repository(example: str, shared_build_cache: Path) -> None:
+def test_every_bundled_example_builds_as_it_is_in_the_repository(
+    example: str, shared_build_cache: Path
+) -> None:
     session = Session.open(EXAMPLES / example, cache_dir=shared_build_cache)
     result = build(session)
     assert result.ok, result.summary + "\n" + result.log
