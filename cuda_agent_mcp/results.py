@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -81,3 +81,130 @@ class BuildResult(_Frozen):
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity == "error"]
+
+
+# -- evaluation ---------------------------------------------------------------------------------
+
+
+class Mismatch(_Frozen):
+    """Where and by how much one output differs from the reference."""
+
+    output_index: int
+    mismatched: int = Field(description="elements outside tolerance")
+    total: int
+    max_abs_error: float
+    max_rel_error: float
+    relative_norm_error: float = Field(description="||actual - expected|| / ||expected||")
+    first_index: list[int]
+    expected: float
+    actual: float
+
+
+class Passed(_Frozen):
+    status: Literal["passed"] = "passed"
+    trials: int
+    max_abs_error: float
+    max_rel_error: float
+
+
+class WrongOutput(_Frozen):
+    status: Literal["wrong_output"] = "wrong_output"
+    phase: Literal["verify", "timed"]
+    trial: int
+    distribution: str
+    message: str
+    mismatch: Mismatch | None = None
+
+
+ContractCheck = Literal[
+    "structure", "dtype", "shape", "device", "transport", "input_mutated", "nan_positions", "nondeterministic"
+]
+
+
+class ContractViolation(_Frozen):
+    status: Literal["contract_violation"] = "contract_violation"
+    check: ContractCheck
+    trial: int
+    message: str
+
+
+class CompileFailed(_Frozen):
+    status: Literal["compile_failed"] = "compile_failed"
+    summary: str
+    diagnostics: list[Diagnostic] = []
+
+
+class Crashed(_Frozen):
+    """Candidate code raised, hit a CUDA error, or its process died."""
+
+    status: Literal["crashed"] = "crashed"
+    phase: Literal["load", "call"]
+    kind: Literal["exception", "cuda_error", "bad_output", "process_exited", "protocol"]
+    message: str
+    log_tail: str = ""
+
+
+class TimedOut(_Frozen):
+    status: Literal["timed_out"] = "timed_out"
+    phase: Literal["load", "call"]
+    limit_s: float
+
+
+class Rejected(_Frozen):
+    """The kernel ran and matched, but the evidence around it does not add up."""
+
+    status: Literal["rejected"] = "rejected"
+    reason: Literal["timing_disagreement", "below_physical_floor", "noisy_timing"]
+    message: str
+
+
+Verdict = Annotated[
+    Passed | WrongOutput | ContractViolation | CompileFailed | Crashed | TimedOut | Rejected,
+    Field(discriminator="status"),
+]
+
+
+class TimingStats(_Frozen):
+    """Per-call device times of one implementation (CUDA events on its stream, L2 flushed before each)."""
+
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    p25_ms: float
+    p75_ms: float
+    cv: float = Field(description="coefficient of variation of the samples")
+    samples: int
+    discarded_samples: int = Field(0, description="samples whose times the judge's clock contradicted")
+
+
+class VerifyResult(_Frozen):
+    verdict: Verdict
+    source_hash: str
+    build_key: str | None
+    trials: int
+    distributions: list[str]
+    wall_s: float
+
+
+class ProfileResult(_Frozen):
+    verdict: Verdict
+    candidate: TimingStats | None = None
+    eager: TimingStats | None = None
+    compiled: TimingStats | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    baselines_cached: bool = False
+    physical_floor_ms: float | None = None
+    gpu: str = ""
+    source_hash: str = ""
+    build_key: str | None = None
+    wall_s: float
+
+
+class EvalResult(_Frozen):
+    """verify + profile + reward: what an RL rollout ends with."""
+
+    verify: VerifyResult
+    profile: ProfileResult | None
+    reward: float
+    reward_schedule: str

@@ -27,12 +27,18 @@ from cuda_agent_mcp.errors import CudaAgentError, InfraError
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import (
     CompileRequest,
+    EvaluateRequest,
+    ProfileRequest,
     Session,
     TaskQuery,
+    VerifyRequest,
     compile_kernels,
+    evaluate_kernels,
     list_tasks,
     new_workspace,
+    profile_kernels,
     show_task,
+    verify_kernels,
 )
 
 app = typer.Typer(help="Write, build and evaluate CUDA kernels for PyTorch references.", no_args_is_help=True)
@@ -150,6 +156,83 @@ def compile_command(
     _emit_json(result) if json else render.build_report(result, out)  # type: ignore[arg-type]
     if not result.ok:  # type: ignore[attr-defined]
         raise typer.Exit(1)
+
+
+DirectoryArgument = Annotated[Path, typer.Argument(help="workspace directory")]
+DeviceOption = Annotated[str, typer.Option(help="cuda, or cpu for pure-PyTorch candidates")]
+
+
+@app.command("verify")
+def verify_command(
+    directory: DirectoryArgument = Path("."),
+    trials: Annotated[int, typer.Option(help="input sets, each from a fresh secret seed")] = 5,
+    strict: Annotated[bool, typer.Option(help="fp32 tolerance 1e-4 instead of 1e-2")] = False,
+    device: DeviceOption = "cuda",
+    json: JsonOption = False,
+) -> None:
+    """Build, then check ModelNew against Model in a separate worker process. Exit 1 unless it passes."""
+    result = _run_validated(
+        lambda: verify_kernels(
+            Session.open(directory), VerifyRequest(trials=trials, strict=strict, device=device)
+        )  # type: ignore[arg-type]
+    )
+    _emit_json(result) if json else render.verdict_report(
+        "verify", result.verdict, out, extra=render.verify_lines(result)
+    )
+    if result.verdict.status != "passed":
+        raise typer.Exit(1)
+
+
+@app.command("profile")
+def profile_command(
+    directory: DirectoryArgument = Path("."),
+    baselines: Annotated[str, typer.Option(help="cached, measure or skip")] = "cached",
+    device: DeviceOption = "cuda",
+    json: JsonOption = False,
+) -> None:
+    """Build, then time ModelNew, PyTorch eager and torch.compile. Exit 1 unless timing succeeded."""
+    result = _run_validated(
+        lambda: profile_kernels(Session.open(directory), ProfileRequest(baselines=baselines, device=device))  # type: ignore[arg-type]
+    )
+    _emit_json(result) if json else render.verdict_report(
+        "profile", result.verdict, out, extra=render.profile_lines(result)
+    )
+    if result.verdict.status != "passed":
+        raise typer.Exit(1)
+
+
+@app.command("eval")
+def eval_command(
+    directory: DirectoryArgument = Path("."),
+    device: DeviceOption = "cuda",
+    json: JsonOption = False,
+) -> None:
+    """verify + profile + reward (the paper's milestones: -1, 1, 2, 3)."""
+    result = _run_validated(
+        lambda: evaluate_kernels(
+            Session.open(directory),
+            EvaluateRequest(verify=VerifyRequest(device=device), profile=ProfileRequest(device=device)),  # type: ignore[arg-type]
+        )
+    )
+    if json:
+        _emit_json(result)
+    else:
+        render.verdict_report("verify", result.verify.verdict, out, extra=render.verify_lines(result.verify))
+        if result.profile is not None:
+            render.verdict_report(
+                "profile", result.profile.verdict, out, extra=render.profile_lines(result.profile)
+            )
+        out.print(f"reward ({result.reward_schedule}): [bold]{result.reward:g}[/]")
+    if result.reward < 0:
+        raise typer.Exit(1)
+
+
+def _run_validated(work: Callable[[], Awaitable[T]]) -> T:
+    try:
+        return _run(work)
+    except ValueError as exc:  # a request model refused an option before anything ran
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
 
 
 class _nullcontext:

@@ -8,7 +8,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 
-from cuda_agent_mcp.results import BuildResult
+from cuda_agent_mcp.results import BuildResult, ProfileResult, Verdict, VerifyResult
 from cuda_agent_mcp.tools import TaskDetails, TaskList, WorkspaceInfo
 
 
@@ -93,3 +93,39 @@ def build_report(result: BuildResult, console: Console) -> None:
     if result.workspace_extension_path:
         body += f"\n{result.workspace_extension_path}"
     console.print(Panel(body, title="compile", title_align="left"))
+
+
+def verdict_report(title: str, verdict: Verdict, console: Console, *, extra: list[str]) -> None:
+    """One panel: the verdict's status, what it says, and the tool's own lines."""
+    colour = "green" if verdict.status == "passed" else "red"
+    lines = [f"[{colour}]{verdict.status}[/]"]
+    for field, value in verdict.model_dump(exclude={"status"}).items():
+        if value not in (None, "", [], {}):
+            text = value if isinstance(value, str) else repr(value)
+            lines.append(f"{field}: {escape(text[-1500:])}")
+    console.print(Panel("\n".join(lines + extra), title=title, title_align="left"))
+
+
+def verify_lines(result: VerifyResult) -> list[str]:
+    return [f"trials: {result.trials} ({', '.join(result.distributions)})", f"wall: {result.wall_s:.2f} s"]
+
+
+def profile_lines(result: ProfileResult) -> list[str]:
+    lines = []
+    for label, stats in (
+        ("ModelNew", result.candidate),
+        ("eager", result.eager),
+        ("torch.compile", result.compiled),
+    ):
+        if stats is not None:
+            lines.append(
+                f"{label}: median {stats.median_ms:.4f} ms, cv {stats.cv:.3f}, {stats.samples} samples"
+            )
+    if result.speedup_vs_eager is not None and result.speedup_vs_compile is not None:
+        lines.append(
+            f"speedup: {result.speedup_vs_eager:.3f}x vs eager, {result.speedup_vs_compile:.3f}x vs compile"
+        )
+    lines.append(
+        f"gpu: {result.gpu}; baselines {'cached' if result.baselines_cached else 'measured'}; wall {result.wall_s:.2f} s"
+    )
+    return lines

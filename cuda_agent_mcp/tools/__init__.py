@@ -1,6 +1,15 @@
 """The tool layer: one async function per tool, pydantic in and out. Every front-end calls these."""
 
 from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
+from cuda_agent_mcp.tools.evaluate import (
+    EvaluateRequest,
+    JudgeFailed,
+    ProfileRequest,
+    VerifyRequest,
+    evaluate_kernels,
+    profile_kernels,
+    verify_kernels,
+)
 from cuda_agent_mcp.tools.files import edit_file, list_files, read_file, search_files, write_file
 from cuda_agent_mcp.tools.session import Session
 from cuda_agent_mcp.tools.tasks import (
@@ -15,18 +24,25 @@ from cuda_agent_mcp.tools.tasks import (
 
 __all__ = [
     "CompileRequest",
+    "EvaluateRequest",
+    "JudgeFailed",
+    "ProfileRequest",
     "Session",
     "TaskDetails",
     "TaskList",
     "TaskQuery",
+    "VerifyRequest",
     "WorkspaceInfo",
     "compile_kernels",
     "edit_file",
+    "evaluate_kernels",
     "list_files",
     "list_tasks",
     "new_workspace",
+    "profile_kernels",
     "read_file",
     "search_files",
     "show_task",
+    "verify_kernels",
     "write_file",
 ]

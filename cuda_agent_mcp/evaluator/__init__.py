@@ -1,0 +1,1 @@
+"""The trusted side of verification and profiling. Never imports candidate code."""

@@ -1,0 +1,44 @@
+"""Judge process entry: `python -m cuda_agent_mcp.evaluator JOB.json REPORT.json`.
+
+Writes a JudgeReport. A failure of the judge itself (not the candidate) is reported in `infra_error`
+and exits 2, so the tool layer never scores it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
+from cuda_agent_mcp.results import Crashed
+
+
+def main() -> None:
+    job_path, report_path = Path(sys.argv[1]), Path(sys.argv[2])
+    job = EvalJob.model_validate_json(job_path.read_text())
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k in ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TMPDIR")
+    }
+    with tempfile.TemporaryDirectory(prefix="cuda-agent-judge-") as scratch:
+        try:
+            from cuda_agent_mcp.evaluator.judge import run_job
+
+            report = run_job(job, Path(scratch), env)
+            code = 0
+        except Exception as exc:  # the judge's own failure: reported, never scored
+            detail = "".join(traceback.format_exception(exc))[-4000:]
+            report = JudgeReport(
+                verdict=Crashed(phase="load", kind="exception", message="judge failure"), infra_error=detail
+            )
+            code = 2
+    report_path.write_text(report.model_dump_json())
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

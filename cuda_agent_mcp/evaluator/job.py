@@ -1,0 +1,67 @@
+"""What the tool layer asks of the judge process, and what the judge answers."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cuda_agent_mcp.results import TimingStats, Verdict
+
+
+class TimingPolicy(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    warmup_calls: int = Field(3, ge=1)
+    min_samples: int = Field(10, ge=3)
+    max_samples: int = Field(100, ge=3)
+    budget_s: float = Field(2.0, gt=0, description="stop sampling after this much wall time")
+    target_rse: float = Field(
+        0.01, gt=0, description="stop once the median's relative standard error is below"
+    )
+    max_disagreeing_fraction: float = Field(0.2, ge=0, le=1)
+
+
+class Timeouts(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    load_s: float = Field(120.0, gt=0)
+    call_s: float = Field(30.0, gt=0)
+    compile_load_s: float = Field(
+        300.0, gt=0, description="loading and first call of the torch.compile baseline"
+    )
+
+
+class EvalJob(BaseModel):
+    """Everything the judge needs. Seeds are secret: they never leave the judge."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["verify", "profile"]
+    reference_path: str = Field(description="pristine model.py, owned by the harness")
+    candidate_dir: str = Field(description="private copy holding model_new.py and cuda_extension.so")
+    device: str = "cuda"
+    seeds: list[int] = Field(min_length=1)
+    init_seed: int
+    distributions: list[str] = ["task", "shifted"]
+    atol: float
+    rtol: float
+    timing: TimingPolicy = TimingPolicy()
+    timeouts: Timeouts = Timeouts()
+    baselines: Literal["measure", "cached", "skip"] = "measure"
+    baseline_cache_path: str | None = None
+    baseline_key: str = ""
+
+
+class JudgeReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    verdict: Verdict
+    distributions: list[str] = []
+    candidate: TimingStats | None = None
+    eager: TimingStats | None = None
+    compiled: TimingStats | None = None
+    baselines_cached: bool = False
+    physical_floor_ms: float | None = None
+    gpu: str = ""
+    infra_error: str | None = Field(None, description="set when the judge itself failed; never scored")

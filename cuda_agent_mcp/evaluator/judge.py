@@ -1,0 +1,408 @@
+"""The trusted side of an evaluation: inputs, reference outputs, comparisons, clocks and verdicts.
+
+Runs in its own process (see __main__). It imports the pristine reference, never the candidate: the
+candidate runs in a WorkerProcess and only tensors cross, through `transport`.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import pickle
+import secrets
+import shutil
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from cuda_agent_mcp.evaluator.compare import check_outputs, errors, unchanged
+from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
+from cuda_agent_mcp.evaluator.protocol import (
+    CallRequest,
+    CallResult,
+    Failure,
+    Loaded,
+    LoadRequest,
+    ReleaseRequest,
+)
+from cuda_agent_mcp.evaluator.timing import disagrees, median_rse, physical_floor_ms, summarize
+from cuda_agent_mcp.evaluator.transport import TransportError, open_ref, release_shm, share
+from cuda_agent_mcp.evaluator.worker_client import WorkerLost, WorkerProcess
+from cuda_agent_mcp.results import (
+    ContractViolation,
+    Crashed,
+    Passed,
+    Rejected,
+    TimedOut,
+    TimingStats,
+    Verdict,
+    WrongOutput,
+)
+
+POISON_VALUES = (float("nan"), -7.77e7)
+
+
+class VerdictReached(Exception):
+    """Raised inside the judge to stop at the first failing check, carrying its verdict."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        super().__init__(verdict.status)
+
+
+class Judge:
+    """One evaluation of one candidate against one reference."""
+
+    def __init__(self, job: EvalJob, scratch: Path, env: dict[str, str]) -> None:
+        self.job = job
+        self.scratch = scratch
+        self.env = env
+        self.device = torch.device(job.device)
+        self.reference = _import_reference(Path(job.reference_path))
+        torch.manual_seed(job.init_seed)
+        with torch.device(self.device):
+            self.init_args = list(self.reference.get_init_inputs())
+            self.model = self.reference.Model(*self.init_args).to(self.device).eval()
+        self.state = {k: v.detach().contiguous() for k, v in self.model.state_dict().items()}
+        self.distributions_used: list[str] = []
+
+    # -- inputs and reference ------------------------------------------------------------------
+
+    def make_inputs(self, seed: int, distribution: str) -> list[Any]:
+        torch.manual_seed(seed)
+        with torch.device(self.device):
+            inputs = [
+                x.to(self.device) if isinstance(x, torch.Tensor) else x for x in self.reference.get_inputs()
+            ]
+        if distribution == "shifted":
+            # Centre and widen every float input: signs flip, so kernels that assume the task's
+            # own range (e.g. a ReLU skipped on non-negative inputs) are found out.
+            inputs = [
+                (x - x.mean()) * 4 if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                for x in inputs
+            ]
+        return inputs
+
+    def reference_outputs(self, inputs: list[Any]) -> tuple[str, list[torch.Tensor]]:
+        clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        with torch.no_grad():
+            output = self.model(*clones)
+        if isinstance(output, torch.Tensor):
+            return "tensor", [output]
+        return ("tuple" if isinstance(output, tuple) else "list"), list(output)
+
+    # -- talking to workers ----------------------------------------------------------------------
+
+    def start_worker(
+        self, directory: Path, module: str, class_name: str, *, compile_model: bool = False
+    ) -> WorkerProcess:
+        worker = WorkerProcess(self.scratch, self.env)
+        state = {k: share(v) for k, v in self.state.items()}
+        request = LoadRequest(
+            directory=str(directory),
+            module=module,
+            class_name=class_name,
+            init_args_pickle=base64.b64encode(pickle.dumps(_to_cpu(self.init_args))).decode(),
+            state_dict=state,
+            compile_model=compile_model,
+            device=self.job.device,
+        )
+        try:
+            reply = self._ask(worker, request, "load", self.job.timeouts.load_s)
+        finally:
+            for ref in state.values():
+                release_shm(ref)
+        if not isinstance(reply, Loaded):
+            raise VerdictReached(
+                Crashed(phase="load", kind="protocol", message=f"unexpected reply {reply.op}")
+            )
+        return worker
+
+    def call(
+        self,
+        worker: WorkerProcess,
+        inputs: list[Any],
+        *,
+        timed: bool,
+        poison: float | None,
+        out_bytes: int,
+        timeout_s: float,
+    ) -> tuple[CallResult, list[torch.Tensor], float, list[Any]]:
+        """One call. Returns the reply, private copies of the outputs, the judge's clock in ms, and the
+        inputs as the worker saw them (the same memory on the GPU; the shared copies on the CPU)."""
+        refs = [share(x) if isinstance(x, torch.Tensor) else None for x in inputs]
+        seen = [
+            open_ref(ref, max_bytes=1 << 40) if ref is not None and not x.is_cuda else x
+            for x, ref in zip(inputs, refs, strict=True)
+        ]
+        scalars = {i: x for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)}
+        request = CallRequest(
+            inputs=refs,
+            scalars_pickle=base64.b64encode(pickle.dumps(scalars)).decode() if scalars else "",
+            timed=timed,
+            poison=poison,
+            poison_bytes=2 * out_bytes if poison is not None else 0,
+        )
+        started = time.perf_counter()
+        reply = self._ask(worker, request, "call", timeout_s)
+        judge_ms = (time.perf_counter() - started) * 1e3
+        if not isinstance(reply, CallResult):
+            raise VerdictReached(
+                Crashed(phase="call", kind="protocol", message=f"unexpected reply {reply.op}")
+            )
+        try:
+            limit = 4 * out_bytes + (1 << 20)
+            copies = [open_ref(r, max_bytes=limit).clone() for r in reply.outputs]
+        except TransportError as exc:
+            raise VerdictReached(ContractViolation(check="transport", trial=0, message=str(exc))) from None
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self._ask(worker, ReleaseRequest(), "call", timeout_s)
+        for ref in refs:
+            if ref is not None:
+                release_shm(ref)
+        return reply, copies, judge_ms, seen
+
+    def _ask(self, worker: WorkerProcess, request: Any, phase: str, timeout_s: float) -> Any:
+        try:
+            reply = worker.request(request, timeout_s=timeout_s)
+        except WorkerLost as lost:
+            if lost.reason == "timeout":
+                raise VerdictReached(TimedOut(phase=phase, limit_s=timeout_s)) from None  # type: ignore[arg-type]
+            kind = "process_exited" if lost.reason == "exited" else "protocol"
+            raise VerdictReached(
+                Crashed(phase=phase, kind=kind, message=lost.detail, log_tail=lost.log_tail)  # type: ignore[arg-type]
+            ) from None
+        if isinstance(reply, Failure):
+            raise VerdictReached(
+                Crashed(phase=reply.phase, kind=reply.kind, message=reply.message, log_tail=worker.log_tail())
+            )
+        return reply
+
+    # -- verify ----------------------------------------------------------------------------------
+
+    def verify(self, worker: WorkerProcess) -> Verdict:
+        worst_abs = worst_rel = 0.0
+        for trial, seed in enumerate(self.job.seeds):
+            distribution = self.job.distributions[trial % len(self.job.distributions)]
+            inputs = self.make_inputs(seed, distribution)
+            structure, expected = self.reference_outputs(inputs)
+            if distribution != "task" and not all(
+                bool(torch.isfinite(e).all()) for e in expected if e.is_floating_point()
+            ):
+                distribution = "task"  # the op is not defined on the shifted range: use the task's own
+                inputs = self.make_inputs(seed, distribution)
+                structure, expected = self.reference_outputs(inputs)
+            self.distributions_used.append(distribution)
+            pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            out_bytes = sum(e.numel() * e.element_size() for e in expected)
+            first: list[torch.Tensor] = []
+            for attempt, poison in enumerate(POISON_VALUES):
+                reply, actual, _, seen = self.call(
+                    worker,
+                    inputs,
+                    timed=False,
+                    poison=poison,
+                    out_bytes=out_bytes,
+                    timeout_s=self.job.timeouts.call_s,
+                )
+                problem = check_outputs(
+                    actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
+                )
+                if problem is not None:
+                    if problem.check is not None:
+                        return ContractViolation(check=problem.check, trial=trial, message=problem.message)
+                    return WrongOutput(
+                        phase="verify",
+                        trial=trial,
+                        distribution=distribution,
+                        message=problem.message,
+                        mismatch=problem.mismatch,
+                    )
+                for index, (before, after) in enumerate(zip(pristine, seen, strict=True)):
+                    if isinstance(before, torch.Tensor) and not unchanged(before, after):
+                        return ContractViolation(
+                            check="input_mutated",
+                            trial=trial,
+                            message=f"input {index} was modified by forward()",
+                        )
+                if attempt == 0:
+                    first = actual
+                elif check_outputs(
+                    actual, reply.structure, first, structure, atol=self.job.atol, rtol=self.job.rtol
+                ):
+                    return ContractViolation(
+                        check="nondeterministic",
+                        trial=trial,
+                        message="two calls on the same inputs, with freed memory filled differently, disagree: "
+                        "the output depends on memory it did not write",
+                    )
+            for out, ref in zip(first, expected, strict=True):
+                abs_error, rel_error = errors(out, ref)
+                worst_abs, worst_rel = max(worst_abs, abs_error), max(worst_rel, rel_error)
+        return Passed(trials=len(self.job.seeds), max_abs_error=worst_abs, max_rel_error=worst_rel)
+
+    # -- profile ---------------------------------------------------------------------------------
+
+    def time_worker(self, worker: WorkerProcess, timeout_s: float) -> tuple[TimingStats, int]:
+        """Time fresh-input calls until the median is stable or the budget ends; every output is checked."""
+        policy = self.job.timing
+        samples: list[float] = []
+        disagreements = 0
+        round_trips: list[float] = []
+        started = time.monotonic()
+        calls = 0
+        while True:
+            inputs = self.make_inputs(secrets.randbits(62), "task")
+            structure, expected = self.reference_outputs(inputs)
+            out_bytes = sum(e.numel() * e.element_size() for e in expected)
+            timed = calls >= policy.warmup_calls
+            reply, actual, judge_ms, _ = self.call(
+                worker, inputs, timed=timed, poison=None, out_bytes=out_bytes, timeout_s=timeout_s
+            )
+            calls += 1
+            problem = check_outputs(
+                actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
+            )
+            if problem is not None:
+                raise VerdictReached(
+                    WrongOutput(
+                        phase="timed",
+                        trial=calls - 1,
+                        distribution="task",
+                        message=problem.message,
+                        mismatch=problem.mismatch,
+                    )
+                )
+            ping_started = time.perf_counter()
+            self._ask(worker, ReleaseRequest(), "call", timeout_s)
+            round_trips.append((time.perf_counter() - ping_started) * 1e3)
+            if not timed:
+                continue
+            measured = reply.event_ms if reply.event_ms is not None else reply.wall_ms
+            if measured is None:
+                raise VerdictReached(
+                    Crashed(phase="call", kind="protocol", message="a timed call returned no time")
+                )
+            overhead = sorted(round_trips)[len(round_trips) // 2]
+            if reply.event_ms is not None and disagrees(reply.event_ms, reply.wall_ms, judge_ms, overhead):
+                disagreements += 1
+            else:
+                samples.append(measured)
+            done = len(samples) + disagreements
+            enough = len(samples) >= policy.min_samples and (
+                median_rse(samples) < policy.target_rse or time.monotonic() - started > policy.budget_s
+            )
+            if enough or done >= policy.max_samples:
+                break
+        if (
+            disagreements > policy.max_disagreeing_fraction * (len(samples) + disagreements)
+            or len(samples) < 3
+        ):
+            raise VerdictReached(
+                Rejected(
+                    reason="timing_disagreement",
+                    message=f"{disagreements} of {len(samples) + disagreements} timed calls reported device times "
+                    "that the judge's own clock around the call contradicts",
+                )
+            )
+        return summarize(samples, disagreements), sum(e.numel() * e.element_size() for e in expected)
+
+    def baselines(self) -> tuple[TimingStats | None, TimingStats | None, bool]:
+        """Eager and torch.compile timings of the reference, from the cache or measured in clean workers."""
+        job = self.job
+        if job.baselines == "skip":
+            return None, None, False
+        cache = Path(job.baseline_cache_path) if job.baseline_cache_path else None
+        key = f"{job.baseline_key}:{torch.cuda.get_device_name(self.device) if self.device.type == 'cuda' else 'cpu'}:{torch.__version__}"
+        if job.baselines == "cached" and cache is not None:
+            entry = _read_cache(cache).get(key)
+            if entry:
+                return (
+                    TimingStats.model_validate(entry["eager"]),
+                    TimingStats.model_validate(entry["compiled"]),
+                    True,
+                )
+        directory = self.scratch / "baseline"
+        directory.mkdir(exist_ok=True)
+        shutil.copy(job.reference_path, directory / "model.py")
+        results = []
+        for compile_model in (False, True):
+            worker = self.start_worker(directory, "model", "Model", compile_model=compile_model)
+            try:
+                timeout = job.timeouts.compile_load_s if compile_model else job.timeouts.call_s
+                results.append(self.time_worker(worker, timeout)[0])
+            finally:
+                worker.close()
+        eager, compiled = results
+        if cache is not None:
+            data = _read_cache(cache)
+            data[key] = {"eager": eager.model_dump(), "compiled": compiled.model_dump()}
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            temporary = cache.with_suffix(f".{secrets.token_hex(6)}.tmp")
+            temporary.write_text(json.dumps(data, indent=1))
+            temporary.replace(cache)
+        return eager, compiled, False
+
+
+def run_job(job: EvalJob, scratch: Path, env: dict[str, str]) -> JudgeReport:
+    """Run one verify or profile job to a report. Candidate faults are verdicts; judge faults raise."""
+    judge = Judge(job, scratch, env)
+    gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
+    worker: WorkerProcess | None = None
+    try:
+        worker = judge.start_worker(Path(job.candidate_dir), "model_new", "ModelNew")
+        if job.mode == "verify":
+            verdict = judge.verify(worker)
+            return JudgeReport(verdict=verdict, distributions=judge.distributions_used, gpu=gpu)
+        stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s)
+        worker.close()
+        worker = None
+        floor = physical_floor_ms(gpu, out_bytes)
+        if floor is not None and stats.median_ms < 0.5 * floor:
+            raise VerdictReached(
+                Rejected(
+                    reason="below_physical_floor",
+                    message=f"median {stats.median_ms:.4f} ms is below half the time needed just to write the "
+                    f"outputs at peak bandwidth ({floor:.4f} ms)",
+                )
+            )
+        eager, compiled, cached = judge.baselines()
+        return JudgeReport(
+            verdict=Passed(trials=stats.samples, max_abs_error=0.0, max_rel_error=0.0),
+            candidate=stats,
+            eager=eager,
+            compiled=compiled,
+            baselines_cached=cached,
+            physical_floor_ms=floor,
+            gpu=gpu,
+        )
+    except VerdictReached as reached:
+        return JudgeReport(verdict=reached.verdict, distributions=judge.distributions_used, gpu=gpu)
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+def _import_reference(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cuda_agent_reference", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _to_cpu(values: list[Any]) -> list[Any]:
+    return [v.cpu() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

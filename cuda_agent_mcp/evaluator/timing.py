@@ -1,0 +1,67 @@
+"""Statistics of timed samples, and the judge's cross-check of a worker's reported times."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from cuda_agent_mcp.results import TimingStats
+
+# Peak DRAM bandwidth by GPU name (vendor datasheets), for the physical floor on a kernel's time.
+PEAK_BANDWIDTH_BYTES_PER_S = {"H200": 4.8e12, "H100": 3.35e12, "H20": 4.0e12, "A100": 2.0e12, "B200": 8.0e12}
+
+
+def summarize(samples_ms: list[float], discarded: int = 0) -> TimingStats:
+    ordered = sorted(samples_ms)
+    mean = statistics.fmean(ordered)
+    stdev = statistics.pstdev(ordered) if len(ordered) > 1 else 0.0
+    return TimingStats(
+        median_ms=statistics.median(ordered),
+        mean_ms=mean,
+        min_ms=ordered[0],
+        p25_ms=_quantile(ordered, 0.25),
+        p75_ms=_quantile(ordered, 0.75),
+        cv=stdev / mean if mean > 0 else 0.0,
+        samples=len(ordered),
+        discarded_samples=discarded,
+    )
+
+
+def median_rse(samples_ms: list[float]) -> float:
+    """Relative standard error of the median (1.2533 sigma / sqrt(n) / median)."""
+    if len(samples_ms) < 3:
+        return math.inf
+    median = statistics.median(samples_ms)
+    return (
+        1.2533 * statistics.stdev(samples_ms) / math.sqrt(len(samples_ms)) / median
+        if median > 0
+        else math.inf
+    )
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    position = q * (len(ordered) - 1)
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def disagrees(event_ms: float, worker_wall_ms: float | None, judge_ms: float, overhead_ms: float) -> bool:
+    """True when the worker's times cannot be right given the judge's own clock around the call.
+
+    The judge's clock runs from sending fresh inputs to receiving the reply, so it bounds the real time
+    from above. A worker that reports more than passed is lying; one whose report falls far short of the
+    judge's clock (more than the measured round-trip overhead plus a margin) did work it did not report.
+    """
+    if event_ms > judge_ms + 0.05:
+        return True
+    if worker_wall_ms is not None and (worker_wall_ms + 0.05 < event_ms or worker_wall_ms > judge_ms + 0.05):
+        return True
+    return judge_ms - event_ms > overhead_ms + 0.5 + 0.25 * event_ms
+
+
+def physical_floor_ms(gpu_name: str, bytes_moved: int) -> float | None:
+    """The least time any kernel needs to read its inputs and write its outputs once, at peak bandwidth."""
+    for key, bandwidth in PEAK_BANDWIDTH_BYTES_PER_S.items():
+        if key in gpu_name:
+            return bytes_moved / bandwidth * 1e3
+    return None

@@ -1,0 +1,113 @@
+"""The judge's handle on one worker process: spawn it, send a request, wait for a reply with a deadline.
+
+A worker that does not answer in time, closes its pipe or sends a malformed frame is killed together
+with its whole process group; the caller gets a WorkerLost saying which of those happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, FrameError, parse_reply, write_frame
+
+LOG_TAIL_BYTES = 4000
+_HEADER_BYTES = 4
+
+
+class WorkerLost(Exception):
+    """The worker stopped answering. `reason` says how; `log_tail` is the end of its output."""
+
+    def __init__(self, reason: Literal["timeout", "exited", "protocol"], detail: str, log_tail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+        self.log_tail = log_tail
+        super().__init__(f"worker {reason}: {detail}")
+
+
+class WorkerProcess:
+    """One untrusted worker, started fresh for one evaluation."""
+
+    def __init__(self, scratch: Path, env: dict[str, str]) -> None:
+        self.log_path = scratch / f"worker-{time.monotonic_ns()}.log"
+        request_read, self._request_write = os.pipe()
+        self._reply_read, reply_write = os.pipe()
+        package_parent = str(Path(__file__).resolve().parents[2])
+        environment = {**env, "PYTHONPATH": package_parent, "PYTHONDONTWRITEBYTECODE": "1"}
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "cuda_agent_mcp.worker", str(request_read), str(reply_write)],
+                pass_fds=(request_read, reply_write),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=scratch,
+                env=environment,
+                start_new_session=True,
+            )
+        os.close(request_read)
+        os.close(reply_write)
+
+    def request(self, message: BaseModel, *, timeout_s: float) -> object:
+        """Send one request and return the validated reply, or raise WorkerLost."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            write_frame(self._request_write, message)
+            header = self._read(_HEADER_BYTES, deadline)
+            length = int.from_bytes(header, "big")
+            if length > MAX_FRAME_BYTES:
+                raise FrameError(f"frame of {length} bytes")
+            return parse_reply(self._read(length, deadline))
+        except TimeoutError:
+            self.kill()
+            raise WorkerLost("timeout", f"no answer within {timeout_s:.1f} s", self.log_tail()) from None
+        except (EOFError, BrokenPipeError):
+            self.kill()
+            code = self.process.poll()
+            raise WorkerLost("exited", f"exit status {code}", self.log_tail()) from None
+        except FrameError as exc:
+            self.kill()
+            raise WorkerLost("protocol", str(exc), self.log_tail()) from None
+
+    def _read(self, count: int, deadline: float) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self._reply_read], [], [], remaining)[0]:
+                raise TimeoutError
+            chunk = os.read(self._reply_read, count - len(chunks))
+            if not chunk:
+                raise EOFError("the worker closed its pipe")
+            chunks += chunk
+        return bytes(chunks)
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group and reap the worker."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def close(self) -> None:
+        for fd in (self._request_write, self._reply_read):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.kill()
+
+    def log_tail(self) -> str:
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(0, os.SEEK_END)
+                size = log.tell()
+                log.seek(max(0, size - LOG_TAIL_BYTES))
+                return log.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""

@@ -1,0 +1,250 @@
+"""The `verify`, `profile` and `evaluate` tools: build, then hand the judge process a job.
+
+The tool layer never imports torch or the candidate. It writes the pristine reference and a private copy
+of the candidate (its Python files and the extension from the build cache) into a scratch directory,
+runs the judge through the session's executor under a wall-clock limit, and reads back its report.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cuda_agent_mcp.build import ProgressCallback
+from cuda_agent_mcp.errors import InfraError
+from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, TimingPolicy
+from cuda_agent_mcp.evaluator.reward import RewardSchedule, reward
+from cuda_agent_mcp.executors import ProcessLimits
+from cuda_agent_mcp.executors.local import scrubbed_env
+from cuda_agent_mcp.results import (
+    BuildResult,
+    CompileFailed,
+    EvalResult,
+    Passed,
+    ProfileResult,
+    VerifyResult,
+)
+from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
+from cuda_agent_mcp.tools.session import Session
+from cuda_agent_mcp.workspace import CANDIDATE_FILE, EXTENSION_NAME, REFERENCE_FILE
+
+STRICT_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
+
+
+class JudgeFailed(InfraError):
+    """The judge process itself failed (not the candidate); the result must not be scored."""
+
+    retryable = True
+
+
+class VerifyRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trials: int = Field(5, ge=1, le=100, description="input sets, each from a fresh secret seed")
+    strict: bool = Field(False, description="KernelBench's current fp32 tolerance (1e-4) instead of 1e-2")
+    device: Literal["cuda", "cpu"] = "cuda"
+    timeout_s: float = Field(600.0, gt=0)
+
+
+class ProfileRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    baselines: Literal["cached", "measure", "skip"] = "cached"
+    budget_s: float = Field(2.0, gt=0, description="sampling budget per implementation")
+    device: Literal["cuda", "cpu"] = "cuda"
+    timeout_s: float = Field(900.0, gt=0)
+
+
+class EvaluateRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    verify: VerifyRequest = VerifyRequest()
+    profile: ProfileRequest = ProfileRequest()
+    reward_schedule: RewardSchedule = "milestones"
+
+
+async def verify_kernels(
+    session: Session, request: VerifyRequest | None = None, *, progress: ProgressCallback | None = None
+) -> VerifyResult:
+    """Build, then check ModelNew against Model on fresh secret inputs in a separate worker."""
+    request = request or VerifyRequest()
+    started = time.monotonic()
+    build = await compile_kernels(session, CompileRequest(), progress=progress)
+    if not build.ok:
+        return VerifyResult(
+            verdict=CompileFailed(summary=build.summary, diagnostics=build.diagnostics),
+            source_hash=build.source_hash,
+            build_key=None,
+            trials=0,
+            distributions=[],
+            wall_s=round(time.monotonic() - started, 3),
+        )
+    tolerance = _tolerance(session, request.strict)
+    report = await _run_judge(
+        session,
+        build,
+        mode="verify",
+        device=request.device,
+        seeds=[secrets.randbits(62) for _ in range(request.trials)],
+        atol=tolerance[0],
+        rtol=tolerance[1],
+        timeout_s=request.timeout_s,
+    )
+    return VerifyResult(
+        verdict=report.verdict,
+        source_hash=build.source_hash,
+        build_key=build.build_key,
+        trials=request.trials,
+        distributions=report.distributions,
+        wall_s=round(time.monotonic() - started, 3),
+    )
+
+
+async def profile_kernels(
+    session: Session, request: ProfileRequest | None = None, *, progress: ProgressCallback | None = None
+) -> ProfileResult:
+    """Build, then time ModelNew (every timed output rechecked) and the eager and compiled baselines."""
+    request = request or ProfileRequest()
+    started = time.monotonic()
+    build = await compile_kernels(session, CompileRequest(), progress=progress)
+    if not build.ok:
+        return ProfileResult(
+            verdict=CompileFailed(summary=build.summary, diagnostics=build.diagnostics),
+            source_hash=build.source_hash,
+            wall_s=round(time.monotonic() - started, 3),
+        )
+    atol, rtol = _tolerance(session, strict=False)
+    report = await _run_judge(
+        session,
+        build,
+        mode="profile",
+        device=request.device,
+        seeds=[secrets.randbits(62)],
+        atol=atol,
+        rtol=rtol,
+        timeout_s=request.timeout_s,
+        baselines=request.baselines,
+        timing=TimingPolicy(budget_s=request.budget_s),
+    )
+    candidate, eager, compiled = report.candidate, report.eager, report.compiled
+    return ProfileResult(
+        verdict=report.verdict,
+        candidate=candidate,
+        eager=eager,
+        compiled=compiled,
+        speedup_vs_eager=eager.median_ms / candidate.median_ms if candidate and eager else None,
+        speedup_vs_compile=compiled.median_ms / candidate.median_ms if candidate and compiled else None,
+        baselines_cached=report.baselines_cached,
+        physical_floor_ms=report.physical_floor_ms,
+        gpu=report.gpu,
+        source_hash=build.source_hash,
+        build_key=build.build_key,
+        wall_s=round(time.monotonic() - started, 3),
+    )
+
+
+async def evaluate_kernels(
+    session: Session, request: EvaluateRequest | None = None, *, progress: ProgressCallback | None = None
+) -> EvalResult:
+    """verify, then (if it passed) profile, then the reward: what an RL rollout ends with."""
+    request = request or EvaluateRequest()
+    verified = await verify_kernels(session, request.verify, progress=progress)
+    if not isinstance(verified.verdict, Passed):
+        return EvalResult(
+            verify=verified,
+            profile=None,
+            reward=reward(request.reward_schedule, False, None, None),
+            reward_schedule=request.reward_schedule,
+        )
+    profiled = await profile_kernels(session, request.profile, progress=progress)
+    passed = isinstance(profiled.verdict, Passed) and profiled.source_hash == verified.source_hash
+    value = reward(request.reward_schedule, passed, profiled.speedup_vs_eager, profiled.speedup_vs_compile)
+    return EvalResult(
+        verify=verified, profile=profiled, reward=value, reward_schedule=request.reward_schedule
+    )
+
+
+def _tolerance(session: Session, strict: bool) -> tuple[float, float]:
+    policy = session.task.policy
+    if strict:
+        value = STRICT_TOLERANCE.get(policy.dtype, policy.tolerance.atol)
+        return value, value
+    return policy.tolerance.atol, policy.tolerance.rtol
+
+
+async def _run_judge(
+    session: Session,
+    build: BuildResult,
+    *,
+    mode: Literal["verify", "profile"],
+    device: str,
+    seeds: list[int],
+    atol: float,
+    rtol: float,
+    timeout_s: float,
+    baselines: Literal["cached", "measure", "skip"] = "skip",
+    timing: TimingPolicy | None = None,
+) -> JudgeReport:
+    with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-", dir=_scratch_root(session)) as tmp:
+        scratch = Path(tmp)
+        reference = scratch / "reference" / REFERENCE_FILE
+        reference.parent.mkdir()
+        reference.write_text(session.workspace.reference_code)
+        candidate = scratch / "candidate"
+        _copy_candidate(session, build, candidate)
+        job = EvalJob(
+            mode=mode,
+            reference_path=str(reference),
+            candidate_dir=str(candidate),
+            device=device,
+            seeds=seeds,
+            init_seed=secrets.randbits(62),
+            atol=atol,
+            rtol=rtol,
+            baselines=baselines,
+            baseline_cache_path=str(session.cache_dir / "baselines.json"),
+            baseline_key=session.task.content_hash,
+            **({"timing": timing} if timing else {}),
+        )
+        (scratch / "job.json").write_text(job.model_dump_json())
+        report_path = scratch / "report.json"
+        result = await session.executor.run(
+            [sys.executable, "-m", "cuda_agent_mcp.evaluator", str(scratch / "job.json"), str(report_path)],
+            cwd=scratch,
+            limits=ProcessLimits(timeout_s=timeout_s),
+            env=scrubbed_env({"PYTHONPATH": str(Path(__file__).resolve().parents[2])}),
+        )
+        if result.timed_out:
+            raise JudgeFailed(f"the {mode} job took longer than {timeout_s:.0f} s")
+        if not report_path.exists():
+            raise JudgeFailed(f"the judge exited with status {result.returncode}: {result.output[-2000:]}")
+        report = JudgeReport.model_validate_json(report_path.read_text())
+        if report.infra_error:
+            raise JudgeFailed(f"the judge failed: {report.infra_error[-2000:]}")
+        return report
+
+
+def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
+    """The candidate's Python files (not model.py: the reference is not importable) and its extension."""
+    target.mkdir()
+    root = session.workspace.root
+    for path in root.glob("*.py"):
+        if path.name != REFERENCE_FILE:
+            shutil.copy(path, target / path.name)
+    if not (target / CANDIDATE_FILE).exists():
+        (target / CANDIDATE_FILE).write_text("raise ImportError('the workspace has no model_new.py')\n")
+    assert build.extension_path is not None
+    shutil.copy(build.extension_path, target / f"{EXTENSION_NAME}.so")
+
+
+def _scratch_root(session: Session) -> Path:
+    root = session.cache_dir / "tmp"
+    root.mkdir(parents=True, exist_ok=True)
+    return root

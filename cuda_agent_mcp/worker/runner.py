@@ -1,0 +1,115 @@
+"""What a worker does for each request: load the model, call it, time it, share its outputs."""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import pickle
+import sys
+import time
+from typing import Any
+
+import torch
+
+from cuda_agent_mcp.evaluator.protocol import CallRequest, CallResult, Failure, Loaded, LoadRequest
+from cuda_agent_mcp.evaluator.transport import TensorRef, open_ref, release_shm, share
+
+MAX_INPUT_BYTES = 1 << 40
+
+
+def is_cuda_error(exc: BaseException) -> bool:
+    """Errors after which the CUDA context is unusable: the worker must exit."""
+    accelerator_error = getattr(torch, "AcceleratorError", None)
+    if accelerator_error is not None and isinstance(exc, accelerator_error):
+        return True
+    return "CUDA error" in str(exc) or "cudaError" in str(exc)
+
+
+class Runner:
+    """Holds the loaded model and the outputs of the last call (kept alive until released)."""
+
+    def __init__(self) -> None:
+        self.model: Any = None
+        self.device = torch.device("cpu")
+        self.kept: list[torch.Tensor] = []
+        self.kept_refs: list[TensorRef] = []
+        self.flush_buffer: torch.Tensor | None = None
+
+    def load(self, request: LoadRequest) -> Loaded:
+        self.device = torch.device(request.device)
+        sys.path.insert(0, request.directory)
+        module = importlib.import_module(request.module)
+        cls = getattr(module, request.class_name)
+        init_args = pickle.loads(base64.b64decode(request.init_args_pickle))
+        model = cls(*init_args)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"{request.class_name} is not a torch.nn.Module")
+        model = model.to(self.device).eval()
+        if request.state_dict:
+            state = {k: open_ref(v, max_bytes=MAX_INPUT_BYTES) for k, v in request.state_dict.items()}
+            model.load_state_dict(state, strict=True)
+        self.model = torch.compile(model) if request.compile_model else model
+        if self.device.type == "cuda":
+            l2_bytes = int(getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 64 << 20))
+            self.flush_buffer = torch.empty(2 * l2_bytes // 4, dtype=torch.float32, device=self.device)
+        return Loaded(parameter_count=sum(p.numel() for p in model.parameters()))
+
+    def call(self, request: CallRequest) -> CallResult | Failure:
+        scalars = pickle.loads(base64.b64decode(request.scalars_pickle)) if request.scalars_pickle else {}
+        args = [
+            open_ref(ref, max_bytes=MAX_INPUT_BYTES) if ref is not None else scalars[index]
+            for index, ref in enumerate(request.inputs)
+        ]
+        if request.poison is not None and request.poison_bytes:
+            self._poison(request.poison, request.poison_bytes)
+        with torch.no_grad():
+            if request.timed:
+                output, event_ms, wall_ms = self._timed_call(args)
+            else:
+                output, event_ms, wall_ms = self.model(*args), None, None
+                self._synchronize()
+        if isinstance(output, torch.Tensor):
+            structure, tensors = "tensor", [output]
+        elif isinstance(output, tuple | list) and all(isinstance(t, torch.Tensor) for t in output):
+            structure, tensors = ("tuple" if isinstance(output, tuple) else "list"), list(output)
+        else:
+            return Failure(
+                phase="call", kind="bad_output", message=f"forward returned {type(output).__name__}"
+            )
+        self.kept = tensors
+        self.kept_refs = [share(t) for t in tensors]
+        return CallResult(structure=structure, outputs=self.kept_refs, event_ms=event_ms, wall_ms=wall_ms)
+
+    def release(self) -> None:
+        for ref in self.kept_refs:
+            release_shm(ref)
+        self.kept, self.kept_refs = [], []
+
+    def _timed_call(self, args: list[Any]) -> tuple[Any, float | None, float]:
+        if self.device.type != "cuda":
+            started = time.perf_counter()
+            output = self.model(*args)
+            return output, None, (time.perf_counter() - started) * 1e3
+        stream = torch.cuda.current_stream(self.device)
+        assert self.flush_buffer is not None
+        self.flush_buffer.fill_(1.0)  # write 2x L2 so the timed call starts with a cold cache
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize(self.device)
+        started = time.perf_counter()
+        start.record(stream)
+        output = self.model(*args)
+        end.record(stream)
+        torch.cuda.synchronize(self.device)
+        wall_ms = (time.perf_counter() - started) * 1e3
+        return output, start.elapsed_time(end), wall_ms
+
+    def _poison(self, value: float, nbytes: int) -> None:
+        """Fill memory the caching allocator will hand out next, so unwritten outputs show up."""
+        block = torch.empty(max(nbytes // 4, 1), dtype=torch.float32, device=self.device)
+        block.fill_(value)
+        self._synchronize()
+        del block
+
+    def _synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)

@@ -1,0 +1,132 @@
+"""The judge against honest and dishonest candidates, end to end on the CPU (real worker processes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, TimedOut, WrongOutput
+from tests.evaluator.conftest import HONEST
+
+
+def test_an_honest_candidate_passes_every_trial(run_judge) -> None:
+    report = run_judge(HONEST)
+    assert isinstance(report.verdict, Passed), report.verdict
+    assert report.verdict.trials == 4
+    assert report.distributions == ["task", "shifted", "task", "shifted"]
+
+
+def test_weights_come_from_the_reference_state_dict(run_judge) -> None:
+    # The candidate initialises its parameter to zeros; the judge must load the reference's values.
+    report = run_judge(HONEST.replace("torch.empty(features)", "torch.zeros(features)"))
+    assert isinstance(report.verdict, Passed)
+
+
+def test_a_kernel_that_only_works_on_the_tasks_input_range_fails_on_the_shifted_inputs(run_judge) -> None:
+    # ReLU skipped: correct for torch.rand inputs (all >= 0) when scale > 0, wrong once signs flip.
+    skip_relu = HONEST.replace("(x * self.scale).clamp_min(0)", "(x * self.scale.abs())")
+    report = run_judge(skip_relu)
+    assert isinstance(report.verdict, WrongOutput)
+    assert report.verdict.distribution in ("task", "shifted")
+    assert report.verdict.mismatch is not None and report.verdict.mismatch.mismatched > 0
+
+
+def test_wrong_values_are_reported_with_the_first_mismatch(run_judge) -> None:
+    report = run_judge(HONEST.replace("clamp_min(0)", "clamp_min(0) * 1.1"))
+    verdict = report.verdict
+    assert isinstance(verdict, WrongOutput) and verdict.phase == "verify" and verdict.trial == 0
+    assert verdict.mismatch is not None
+    assert len(verdict.mismatch.first_index) == 2
+    assert verdict.mismatch.max_rel_error == pytest.approx(0.1, rel=1e-3)
+
+
+def test_all_zeros_fails_even_when_the_reference_values_are_tiny(run_judge) -> None:
+    tiny = HONEST.replace("return (x * self.scale).clamp_min(0)", "return torch.zeros_like(x)")
+    reference = __import__("tests.evaluator.conftest", fromlist=["REFERENCE"]).REFERENCE.replace(
+        "torch.relu(x * self.scale)", "torch.relu(x * self.scale) * 1e-4"
+    )
+    report = run_judge(tiny, reference=reference)
+    assert isinstance(report.verdict, WrongOutput)
+    assert "relative error norm" in report.verdict.message
+
+
+@pytest.mark.parametrize(
+    ("body", "check"),
+    [
+        ("return (x * self.scale).clamp_min(0).double()", "dtype"),
+        ("return (x * self.scale).clamp_min(0)[:, :16]", "shape"),
+        ("return ((x * self.scale).clamp_min(0),)", "structure"),
+        ("y = (x * self.scale).clamp_min(0); x.zero_(); return y", "input_mutated"),
+        ("y = (x * self.scale).clamp_min(0); y[0, 0] = float('nan'); return y", "nan_positions"),
+    ],
+)
+def test_output_contract_violations_name_the_check(run_judge, body: str, check: str) -> None:
+    report = run_judge(HONEST.replace("return (x * self.scale).clamp_min(0)", body))
+    assert isinstance(report.verdict, ContractViolation), report.verdict
+    assert report.verdict.check == check
+
+
+def test_a_candidate_that_cannot_import_the_reference_is_reported_as_a_load_crash(run_judge) -> None:
+    cheat = "from model import Model\n\nclass ModelNew(Model):\n    pass\n"
+    report = run_judge(cheat)
+    assert isinstance(report.verdict, Crashed)
+    assert report.verdict.phase == "load" and report.verdict.kind == "exception"
+    assert "No module named 'model'" in report.verdict.message
+
+
+def test_an_exception_in_forward_is_a_call_crash_with_the_message(run_judge) -> None:
+    report = run_judge(
+        HONEST.replace("return (x * self.scale).clamp_min(0)", "raise ValueError('kernel missing')")
+    )
+    assert isinstance(report.verdict, Crashed)
+    assert report.verdict.phase == "call" and "kernel missing" in report.verdict.message
+
+
+def test_a_worker_that_exits_in_the_middle_is_reported_not_trusted(run_judge) -> None:
+    report = run_judge(HONEST.replace("return (x * self.scale).clamp_min(0)", "import os; os._exit(0)"))
+    assert isinstance(report.verdict, Crashed)
+    assert report.verdict.kind == "process_exited"
+
+
+def test_a_forged_reply_on_the_protocol_pipe_is_a_protocol_violation(run_judge) -> None:
+    forge = HONEST.replace(
+        "return (x * self.scale).clamp_min(0)",
+        'import os, sys, struct; body = b\'{"op": "loaded", "parameter_count": 0}\'; '
+        "os.write(int(sys.argv[2]), struct.pack('!I', len(body)) + body); return (x * self.scale).clamp_min(0)",
+    )
+    report = run_judge(forge)
+    assert isinstance(report.verdict, Crashed)
+    assert report.verdict.kind == "protocol"
+
+
+def test_a_forward_that_never_returns_is_killed_and_reported_as_a_timeout(run_judge) -> None:
+    report = run_judge(HONEST.replace("return (x * self.scale).clamp_min(0)", "while True: pass"))
+    assert isinstance(report.verdict, TimedOut)
+    assert report.verdict.phase == "call" and report.verdict.limit_s == 10
+
+
+def test_output_printed_by_the_candidate_does_not_reach_the_protocol(run_judge) -> None:
+    noisy = HONEST.replace(
+        "return (x * self.scale).clamp_min(0)",
+        'print(\'{"op": "loaded"}\' * 1000); return (x * self.scale).clamp_min(0)',
+    )
+    assert isinstance(run_judge(noisy).verdict, Passed)
+
+
+def test_profiling_on_the_cpu_times_fresh_checked_calls(run_judge) -> None:
+    report = run_judge(HONEST, mode="profile")
+    assert isinstance(report.verdict, Passed), report.verdict
+    assert report.candidate is not None and report.candidate.samples >= 5
+    assert report.candidate.median_ms > 0
+
+
+def test_profiling_rechecks_every_timed_output(run_judge) -> None:
+    # Honest for the first calls (warm-up and verification), lazy afterwards.
+    lazy = HONEST.replace(
+        "    def forward(self, x):\n        return (x * self.scale).clamp_min(0)",
+        "    calls = 0\n    def forward(self, x):\n        ModelNew.calls += 1\n"
+        "        if ModelNew.calls > 4:\n            return torch.zeros_like(x)\n"
+        "        return (x * self.scale).clamp_min(0)",
+    )
+    report = run_judge(lazy, mode="profile")
+    assert isinstance(report.verdict, WrongOutput)
+    assert report.verdict.phase == "timed"

@@ -1,0 +1,106 @@
+"""The verify/profile/evaluate tools end to end on the CPU: build, judge process, worker, report."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from cuda_agent_mcp.results import CompileFailed, Passed, WrongOutput
+from cuda_agent_mcp.tasks import load_task_file
+from cuda_agent_mcp.tools import (
+    EvaluateRequest,
+    ProfileRequest,
+    Session,
+    VerifyRequest,
+    evaluate_kernels,
+    verify_kernels,
+)
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.nvcc
+
+# A pure-PyTorch candidate: the build still compiles the example's real kernel, the judge runs on the CPU.
+TORCH_CANDIDATE = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.bias = nn.Parameter(torch.empty(features))
+
+    def forward(self, x):
+        return (x + self.bias).clamp_min(0){suffix}
+"""
+
+SMALL_INPUTS = ("batch_size = 8192\nfeatures = 4096", "batch_size = 16\nfeatures = 32")
+
+
+@pytest.fixture
+def session(tmp_path: Path, shared_build_cache: Path) -> Session:
+    code = (EXAMPLES / "bias_add_relu" / "model.py").read_text().replace(*SMALL_INPUTS)
+    reference = tmp_path / "reference.py"
+    reference.write_text(code)
+    session = Session.create(
+        load_task_file(reference, task_id="cpu/bias_add_relu"), tmp_path / "ws", cache_dir=shared_build_cache
+    )
+    shutil.copytree(
+        EXAMPLES / "bias_add_relu" / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True
+    )
+    return session
+
+
+def _candidate(session: Session, suffix: str = "") -> None:
+    (session.workspace.root / "model_new.py").write_text(TORCH_CANDIDATE.replace("{suffix}", suffix))
+
+
+def test_verify_builds_then_judges_in_separate_processes(session: Session) -> None:
+    _candidate(session)
+    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu", trials=3)))
+    assert isinstance(result.verdict, Passed), result.verdict
+    assert result.build_key is not None and result.trials == 3
+    assert result.distributions == ["task", "shifted", "task"]
+
+
+def test_a_wrong_candidate_gets_a_wrong_output_verdict_and_the_fail_reward(session: Session) -> None:
+    _candidate(session, " + 0.5")
+    result = anyio.run(
+        lambda: evaluate_kernels(
+            session, EvaluateRequest(verify=VerifyRequest(device="cpu"), profile=ProfileRequest(device="cpu"))
+        )
+    )
+    assert isinstance(result.verify.verdict, WrongOutput)
+    assert result.profile is None
+    assert result.reward == -1
+
+
+def test_a_build_failure_is_a_compile_failed_verdict(session: Session) -> None:
+    _candidate(session)
+    kernel = session.workspace.root / "kernels" / "bias_add_relu.cu"
+    kernel.write_text(kernel.read_text() + "\nthis is not C++\n")
+    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu")))
+    assert isinstance(result.verdict, CompileFailed)
+    assert result.verdict.diagnostics[0].file == "kernels/bias_add_relu.cu"
+
+
+def test_evaluate_on_the_cpu_passes_verify_and_times_the_candidate(session: Session) -> None:
+    _candidate(session)
+    request = EvaluateRequest(
+        verify=VerifyRequest(device="cpu"), profile=ProfileRequest(device="cpu", baselines="skip")
+    )
+    result = anyio.run(lambda: evaluate_kernels(session, request))
+    assert isinstance(result.verify.verdict, Passed)
+    assert result.profile is not None and result.profile.candidate is not None
+    assert result.profile.speedup_vs_eager is None
+    assert result.reward == -1  # no baselines, no reward: fail closed
+
+
+def test_the_tool_layer_does_not_import_torch() -> None:
+    probe = "import sys, cuda_agent_mcp.tools, cuda_agent_mcp.cli.app; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.strip() == "False", done.stderr
