@@ -30,7 +30,15 @@ from cuda_agent_mcp.evaluator.protocol import (
     ReleaseRequest,
 )
 from cuda_agent_mcp.evaluator.timing import disagrees, median_rse, physical_floor_ms, summarize
-from cuda_agent_mcp.evaluator.transport import TransportError, open_ref, release_shm, share
+from cuda_agent_mcp.evaluator.transport import (
+    SHM_TAG_ENV,
+    TransportError,
+    open_ref,
+    release_shm,
+    remove_shm_files,
+    share,
+    shm_tag,
+)
 from cuda_agent_mcp.evaluator.worker_client import WorkerLost, WorkerProcess
 from cuda_agent_mcp.results import (
     ContractViolation,
@@ -351,7 +359,8 @@ class Judge:
 
 def run_job(job: EvalJob, scratch: Path, env: dict[str, str]) -> JudgeReport:
     """Run one verify or profile job to a report. Candidate faults are verdicts; judge faults raise."""
-    judge = Judge(job, scratch, env)
+    tag = shm_tag()
+    judge = Judge(job, scratch, {**env, SHM_TAG_ENV: tag})
     gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
     worker: WorkerProcess | None = None
     try:
@@ -386,6 +395,7 @@ def run_job(job: EvalJob, scratch: Path, env: dict[str, str]) -> JudgeReport:
     finally:
         if worker is not None:
             worker.close()
+        remove_shm_files(tag)
 
 
 def _import_reference(path: Path) -> ModuleType:

@@ -31,6 +31,22 @@ ALLOWED_DTYPES: dict[str, torch.dtype] = {
     "bool": torch.bool,
 }
 SHM_DIR = Path("/dev/shm")
+SHM_TAG_ENV = "CUDA_AGENT_SHM_TAG"
+
+
+def shm_tag() -> str:
+    """Names of this evaluation's shared-memory files start with it, so the judge can remove them all,
+    including those of a worker that died before it could say which files it made."""
+    tag = os.environ.get(SHM_TAG_ENV, "")
+    if len(tag) != 12 or any(c not in "0123456789abcdef" for c in tag):
+        tag = uuid.uuid4().hex[:12]
+        os.environ[SHM_TAG_ENV] = tag
+    return tag
+
+
+def remove_shm_files(tag: str) -> None:
+    for path in SHM_DIR.glob(f"cuda-agent-{tag}-*"):
+        path.unlink(missing_ok=True)
 
 
 class TransportError(ValueError):
@@ -55,7 +71,7 @@ class ShmPayload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["shm"] = "shm"
-    name: str = Field(pattern=r"^cuda-agent-[0-9a-f]{32}$")
+    name: str = Field(pattern=r"^cuda-agent-[0-9a-f]{12}-[0-9a-f]{32}$")
     storage_size_bytes: int = Field(ge=0)
 
 
@@ -115,7 +131,7 @@ def share(tensor: torch.Tensor) -> TensorRef:
             payload=payload,
         )
     contiguous = tensor.detach().contiguous()
-    name = f"cuda-agent-{uuid.uuid4().hex}"
+    name = f"cuda-agent-{shm_tag()}-{uuid.uuid4().hex}"
     nbytes = contiguous.numel() * contiguous.element_size()
     mapped = torch.from_file(
         str(SHM_DIR / name), shared=True, size=contiguous.numel(), dtype=contiguous.dtype
