@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import ProgressCallback
 from cuda_agent_mcp.errors import InfraError
-from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, TimingPolicy
+from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
 from cuda_agent_mcp.evaluator.reward import RewardSchedule, reward
 from cuda_agent_mcp.executors import ProcessLimits
 from cuda_agent_mcp.executors.local import scrubbed_env
@@ -50,6 +50,9 @@ class VerifyRequest(BaseModel):
     trials: int = Field(5, ge=1, le=100, description="input sets, each from a fresh secret seed")
     strict: bool = Field(False, description="KernelBench's current fp32 tolerance (1e-4) instead of 1e-2")
     device: Literal["cuda", "cpu"] = "cuda"
+    call_timeout_s: float = Field(
+        30.0, gt=0, description="limit on one forward() call; a hung kernel is killed"
+    )
     timeout_s: float = Field(600.0, gt=0)
 
 
@@ -59,6 +62,9 @@ class ProfileRequest(BaseModel):
     baselines: Literal["cached", "measure", "skip"] = "cached"
     budget_s: float = Field(2.0, gt=0, description="sampling budget per implementation")
     device: Literal["cuda", "cpu"] = "cuda"
+    call_timeout_s: float = Field(
+        30.0, gt=0, description="limit on one forward() call; a hung kernel is killed"
+    )
     timeout_s: float = Field(900.0, gt=0)
 
 
@@ -96,6 +102,7 @@ async def verify_kernels(
         atol=tolerance[0],
         rtol=tolerance[1],
         timeout_s=request.timeout_s,
+        timeouts=Timeouts(call_s=request.call_timeout_s),
     )
     return VerifyResult(
         verdict=report.verdict,
@@ -132,6 +139,7 @@ async def profile_kernels(
         timeout_s=request.timeout_s,
         baselines=request.baselines,
         timing=TimingPolicy(budget_s=request.budget_s),
+        timeouts=Timeouts(call_s=request.call_timeout_s),
     )
     candidate, eager, compiled = report.candidate, report.eager, report.compiled
     return ProfileResult(
@@ -191,6 +199,7 @@ async def _run_judge(
     timeout_s: float,
     baselines: Literal["cached", "measure", "skip"] = "skip",
     timing: TimingPolicy | None = None,
+    timeouts: Timeouts | None = None,
 ) -> JudgeReport:
     with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-", dir=_scratch_root(session)) as tmp:
         scratch = Path(tmp)
@@ -211,7 +220,8 @@ async def _run_judge(
             baselines=baselines,
             baseline_cache_path=str(session.cache_dir / "baselines.json"),
             baseline_key=session.task.content_hash,
-            **({"timing": timing} if timing else {}),
+            timing=timing or TimingPolicy(),
+            timeouts=timeouts or Timeouts(),
         )
         (scratch / "job.json").write_text(job.model_dump_json())
         report_path = scratch / "report.json"

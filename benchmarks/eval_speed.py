@@ -1,0 +1,129 @@
+"""Benchmark: verify, profile and the build+verify+profile round trip on KernelBench level1/19_ReLU.
+
+    python benchmarks/eval_speed.py --out results.json [--edits 5] [--repeats 10]
+
+The task (x: 4096 x 393216 fp32, 6.4 GB) is `benchmarks/kernelbench_level1_19_ReLU.py`, a copy of the
+KernelBench problem (MIT licence); the kernel is the ReLU example's float4 kernel. Baselines are measured
+once, then read from the cache, as in an agent's loop. Measurement quality: the same kernel profiled in
+separate calls; the spread of the speedups around their median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from cuda_agent_mcp.results import Passed
+from cuda_agent_mcp.tasks import load_task_file
+from cuda_agent_mcp.tools import ProfileRequest, Session, compile_kernels, profile_kernels, verify_kernels
+
+REPO = Path(__file__).resolve().parent.parent
+TASK = REPO / "benchmarks" / "kernelbench_level1_19_ReLU.py"
+EXAMPLE = REPO / "examples" / "relu"
+
+
+async def timed(work):
+    started = time.perf_counter()
+    result = await work
+    return result, time.perf_counter() - started
+
+
+async def run(edits: int, repeats: int) -> dict[str, object]:
+    work = Path(tempfile.mkdtemp(prefix="cuda-agent-eval-bench-"))
+    session = Session.create(
+        load_task_file(TASK, task_id="kernelbench/level1/19"), work / "ws", cache_dir=work / "cache"
+    )
+    shutil.copytree(EXAMPLE / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True)
+    shutil.copy(EXAMPLE / "model_new.py", session.workspace.root / "model_new.py")
+
+    build, build_s = await timed(compile_kernels(session))
+    assert build.ok, build.summary
+    verified, verify_s = await timed(verify_kernels(session))
+    assert isinstance(verified.verdict, Passed), verified.verdict
+    first, first_profile_s = await timed(profile_kernels(session, ProfileRequest(baselines="measure")))
+    assert isinstance(first.verdict, Passed), first.verdict
+    cached, cached_profile_s = await timed(profile_kernels(session))
+    assert cached.baselines_cached
+
+    kernel = session.workspace.root / "kernels" / "relu.cu"
+    original = kernel.read_text()
+    round_trips = []
+    for index in range(edits):
+        kernel.write_text(
+            original.replace(
+                "const int threads = 256;", f"const int threads = {(128, 512)[index % 2]};  // {index}"
+            )
+        )
+        started = time.perf_counter()
+        built = await compile_kernels(session)
+        checked = await verify_kernels(session)
+        timed_result = await profile_kernels(session)
+        round_trips.append(time.perf_counter() - started)
+        assert built.ok and isinstance(checked.verdict, Passed) and isinstance(timed_result.verdict, Passed)
+    kernel.write_text(original)
+
+    speedups, cvs = [], []
+    for _ in range(repeats):
+        result = await profile_kernels(session)
+        assert isinstance(result.verdict, Passed) and result.speedup_vs_eager is not None and result.candidate
+        speedups.append(result.speedup_vs_eager)
+        cvs.append(result.candidate.cv)
+    median = statistics.median(speedups)
+    shutil.rmtree(work, ignore_errors=True)
+    return {
+        "benchmark": "eval_speed",
+        "commit": os.environ.get("BENCH_COMMIT", "unknown"),
+        "gpu": first.gpu,
+        "task": "kernelbench/level1/19 ReLU, x 4096 x 393216 fp32",
+        "build_s": round(build_s, 3),
+        "verify_s": round(verify_s, 3),
+        "verify_includes_build_check_s": True,
+        "profile_with_baseline_measurement_s": round(first_profile_s, 3),
+        "profile_with_cached_baselines_s": round(cached_profile_s, 3),
+        "round_trip_after_cu_edit_s": [round(t, 3) for t in round_trips],
+        "round_trip_after_cu_edit_median_s": round(statistics.median(round_trips), 3)
+        if round_trips
+        else None,
+        "timings_ms": {
+            "candidate": first.candidate.model_dump() if first.candidate else None,
+            "eager": first.eager.model_dump() if first.eager else None,
+            "compiled": first.compiled.model_dump() if first.compiled else None,
+        },
+        "speedup_vs_eager": first.speedup_vs_eager,
+        "speedup_vs_compile": first.speedup_vs_compile,
+        "repeat_speedups_vs_eager": [round(s, 4) for s in speedups],
+        "repeat_max_deviation_from_median": round(max(abs(s / median - 1) for s in speedups), 4),
+        "repeat_candidate_cv": [round(c, 4) for c in cvs],
+        "targets": {
+            "verify_s": 2.0,
+            "profile_cached_s": 3.0,
+            "round_trip_median_s": 5.0,
+            "repeat_deviation": 0.02,
+        },
+        "reference_cuda_agent_workspace_s": {"build": 26, "verify": 80, "profile": 40, "round_trip": 146},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--edits", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    result = anyio.run(run, args.edits, args.repeats)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

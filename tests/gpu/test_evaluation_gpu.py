@@ -1,0 +1,171 @@
+"""On the GPU: honest kernels pass verify and profile; dishonest ones are rejected for the right reason.
+
+Every adversarial case reuses the ReLU example's binding (so only a ~1 s nvcc compile differs) and swaps
+in a different kernel or model_new.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+
+from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, Rejected, TimedOut, WrongOutput
+from cuda_agent_mcp.tasks import load_task_file
+from cuda_agent_mcp.tools import (
+    EvaluateRequest,
+    ProfileRequest,
+    Session,
+    VerifyRequest,
+    evaluate_kernels,
+    profile_kernels,
+    verify_kernels,
+)
+from tests.conftest import EXAMPLES
+
+pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
+
+HEADER = "#include <cuda_runtime.h>\n#include <cstdint>\n"
+RELU_KERNEL = """
+__global__ void relu_kernel(const float* x, float* y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(x[i], 0.f);
+}
+"""
+
+
+def launcher(body: str) -> str:
+    return f'extern "C" void relu_launcher(const float* x, float* y, int64_t n, cudaStream_t stream) {{\n{body}\n}}\n'
+
+
+HONEST_LAUNCH = "  relu_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x, y, n);"
+
+
+def relu_session(
+    tmp_path: Path, cache: Path, *, kernel: str | None = None, model_new: str | None = None
+) -> Session:
+    task = load_task_file(EXAMPLES / "relu" / "model.py", task_id="examples/relu")
+    session = Session.create(task, tmp_path / "ws", cache_dir=cache)
+    shutil.copytree(EXAMPLES / "relu" / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True)
+    shutil.copy(EXAMPLES / "relu" / "model_new.py", session.workspace.root / "model_new.py")
+    if kernel is not None:
+        (session.workspace.root / "kernels" / "relu.cu").write_text(HEADER + kernel)
+    if model_new is not None:
+        (session.workspace.root / "model_new.py").write_text(model_new)
+    return session
+
+
+def verify(session: Session, **options: object):
+    return anyio.run(lambda: verify_kernels(session, VerifyRequest(**options)))  # type: ignore[arg-type]
+
+
+def profile(session: Session, **options: object):
+    return anyio.run(lambda: profile_kernels(session, ProfileRequest(**options)))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.iterdir() if (p / "model.py").exists()))
+def test_bundled_examples_pass_verify_profile_and_earn_a_reward(
+    example: str, shared_build_cache: Path
+) -> None:
+    session = Session.open(EXAMPLES / example, cache_dir=shared_build_cache)
+    result = anyio.run(lambda: evaluate_kernels(session, EvaluateRequest()))
+    assert isinstance(result.verify.verdict, Passed), result.verify.verdict
+    assert result.profile is not None and isinstance(result.profile.verdict, Passed), result.profile.verdict
+    assert result.profile.candidate and result.profile.eager and result.profile.compiled
+    assert result.profile.speedup_vs_eager is not None and result.profile.speedup_vs_eager > 0.5
+    assert result.reward in (1.0, 2.0, 3.0)
+
+
+def test_an_out_of_bounds_write_is_a_cuda_error_crash(tmp_path: Path, shared_build_cache: Path) -> None:
+    oob = RELU_KERNEL + launcher(
+        "  relu_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x, y + (int64_t(1) << 40), n);"
+    )
+    result = verify(relu_session(tmp_path, shared_build_cache, kernel=oob))
+    assert isinstance(result.verdict, Crashed), result.verdict
+    assert result.verdict.kind in ("cuda_error", "process_exited")
+
+
+def test_a_kernel_that_never_ends_is_killed_and_reported_as_a_timeout(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    spin = """
+__global__ void spin(volatile int* flag) { while (*flag == 0) { } }
+""" + launcher(
+        "  int* flag; cudaMalloc(&flag, 4); cudaMemsetAsync(flag, 0, 4, stream); spin<<<1, 1, 0, stream>>>(flag);"
+    )
+    result = verify(relu_session(tmp_path, shared_build_cache, kernel=spin), call_timeout_s=10)
+    assert isinstance(result.verdict, TimedOut), result.verdict
+    assert result.verdict.limit_s == 10
+
+
+def test_an_output_the_kernel_never_writes_is_caught_by_poisoned_memory(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    nothing = RELU_KERNEL + launcher("  (void)x; (void)y; (void)n; (void)stream;")
+    result = verify(relu_session(tmp_path, shared_build_cache, kernel=nothing))
+    assert isinstance(result.verdict, ContractViolation | WrongOutput), result.verdict
+    if isinstance(result.verdict, ContractViolation):
+        assert result.verdict.check in ("nan_positions", "nondeterministic")
+
+
+def test_a_kernel_that_writes_its_input_is_a_contract_violation(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    mutate = """
+__global__ void relu_and_clear(float* x, float* y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) { y[i] = fmaxf(x[i], 0.f); x[i] = 0.f; }
+}
+""" + launcher("  relu_and_clear<<<(n + 255) / 256, 256, 0, stream>>>(const_cast<float*>(x), y, n);")
+    result = verify(relu_session(tmp_path, shared_build_cache, kernel=mutate))
+    assert isinstance(result.verdict, ContractViolation), result.verdict
+    assert result.verdict.check == "input_mutated"
+
+
+def test_work_moved_to_a_side_stream_is_caught_by_the_judges_clock(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    side = RELU_KERNEL + launcher(
+        "  static cudaStream_t side = nullptr;\n"
+        "  if (!side) cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);\n"
+        "  (void)stream;\n"
+        "  for (int r = 0; r < 20; ++r) relu_kernel<<<(n + 255) / 256, 256, 0, side>>>(x, y, n);"
+    )
+    session = relu_session(tmp_path, shared_build_cache, kernel=side)
+    assert isinstance(verify(session).verdict, Passed)  # correct once everything has finished
+    result = profile(session, baselines="skip")
+    assert isinstance(result.verdict, Rejected), result.verdict
+    assert result.verdict.reason == "timing_disagreement"
+
+
+def test_a_patched_event_timer_is_caught_by_the_judges_clock(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    patched = (EXAMPLES / "relu" / "model_new.py").read_text() + (
+        "\ntorch.cuda.Event.elapsed_time = lambda self, end: 0.0001\n"
+    )
+    result = profile(relu_session(tmp_path, shared_build_cache, model_new=patched), baselines="skip")
+    assert isinstance(result.verdict, Rejected), result.verdict
+    assert result.verdict.reason == "timing_disagreement"
+
+
+def test_a_kernel_honest_only_while_checked_fails_on_the_rechecked_timed_outputs(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    lazy = (
+        (EXAMPLES / "relu" / "model_new.py")
+        .read_text()
+        .replace(
+            "        return cuda_extension.relu(x)",
+            "        ModelNew.calls = getattr(ModelNew, 'calls', 0) + 1\n"
+            "        if ModelNew.calls > 4:\n"
+            "            return torch.empty_like(x)\n"
+            "        return cuda_extension.relu(x)",
+        )
+    )
+    result = profile(relu_session(tmp_path, shared_build_cache, model_new=lazy), baselines="skip")
+    assert isinstance(result.verdict, WrongOutput | ContractViolation), result.verdict
+    if isinstance(result.verdict, WrongOutput):
+        assert result.verdict.phase == "timed"
