@@ -42,7 +42,8 @@ class WorkerProcess:
         request_read, self._request_write = os.pipe()
         self._reply_read, reply_write = os.pipe()
         package_parent = str(Path(__file__).resolve().parents[2])
-        environment = {**env, "PYTHONPATH": package_parent, "PYTHONDONTWRITEBYTECODE": "1"}
+        python_path = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
+        environment = {**env, "PYTHONPATH": python_path, "PYTHONDONTWRITEBYTECODE": "1"}
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "cuda_agent_mcp.worker", str(request_read), str(reply_write)],

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from cuda_agent_mcp.errors import TaskLoadError
 from cuda_agent_mcp.executors import LocalExecutor, ProcessLimits
-from cuda_agent_mcp.executors.local import scrubbed_env
+from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
 from cuda_agent_mcp.tasks.model import Task
 
 PROBE_MARKER = "@@cuda-agent-probe@@"
@@ -51,7 +51,7 @@ async def probe_task(task: Task, *, timeout_s: float = 120.0) -> ProbeReport:
             [sys.executable, "-m", "cuda_agent_mcp.tasks._probe_child", str(model_path)],
             cwd=Path(tmp),
             limits=ProcessLimits(timeout_s=timeout_s),
-            env=scrubbed_env({"PYTHONPATH": _package_parent(), "CUDA_VISIBLE_DEVICES": ""}),
+            env=scrubbed_env({"PYTHONPATH": child_python_path(), "CUDA_VISIBLE_DEVICES": ""}),
         )
     location = task.source.path or task.id
     if result.timed_out:
@@ -64,8 +64,3 @@ async def probe_task(task: Task, *, timeout_s: float = 120.0) -> ProbeReport:
     if report.error:
         raise TaskLoadError(location, report.error)
     return report
-
-
-def _package_parent() -> str:
-    """The directory holding the cuda_agent_mcp package, so the child imports this same copy."""
-    return str(Path(__file__).resolve().parents[2])

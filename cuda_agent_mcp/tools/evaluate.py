@@ -7,6 +7,7 @@ runs the judge through the session's executor under a wall-clock limit, and read
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import sys
@@ -22,7 +23,7 @@ from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
 from cuda_agent_mcp.evaluator.reward import RewardSchedule, reward
 from cuda_agent_mcp.executors import ProcessLimits
-from cuda_agent_mcp.executors.local import scrubbed_env
+from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
 from cuda_agent_mcp.results import (
     BuildResult,
     CompileFailed,
@@ -229,7 +230,7 @@ async def _run_judge(
             [sys.executable, "-m", "cuda_agent_mcp.evaluator", str(scratch / "job.json"), str(report_path)],
             cwd=scratch,
             limits=ProcessLimits(timeout_s=timeout_s),
-            env=scrubbed_env({"PYTHONPATH": str(Path(__file__).resolve().parents[2])}),
+            env=scrubbed_env({"PYTHONPATH": child_python_path(), **_gpu_selection()}),
         )
         if result.timed_out:
             raise JudgeFailed(f"the {mode} job took longer than {timeout_s:.0f} s")
@@ -252,6 +253,11 @@ def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
         (target / CANDIDATE_FILE).write_text("raise ImportError('the workspace has no model_new.py')\n")
     assert build.extension_path is not None
     shutil.copy(build.extension_path, target / f"{EXTENSION_NAME}.so")
+
+
+def _gpu_selection() -> dict[str, str]:
+    """Keep the caller's choice of GPU for the judge and its workers."""
+    return {k: v for k in ("CUDA_VISIBLE_DEVICES",) if (v := os.environ.get(k)) is not None}
 
 
 def _scratch_root(session: Session) -> Path:
