@@ -19,11 +19,9 @@ from cuda_agent_mcp.results import Crashed
 def main() -> None:
     job_path, report_path = Path(sys.argv[1]), Path(sys.argv[2])
     job = EvalJob.model_validate_json(job_path.read_text())
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k in ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TMPDIR")
-    }
+    # Workers get only what they need: tools, locale, GPU selection and where our dependencies are.
+    kept = ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TMPDIR", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if k in kept}
     with tempfile.TemporaryDirectory(prefix="cuda-agent-judge-") as scratch:
         try:
             from cuda_agent_mcp.evaluator.judge import run_job
