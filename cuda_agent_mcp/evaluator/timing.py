@@ -46,17 +46,22 @@ def _quantile(ordered: list[float], q: float) -> float:
 
 
 def disagrees(event_ms: float, worker_wall_ms: float | None, judge_ms: float, overhead_ms: float) -> bool:
-    """True when the worker's times cannot be right given the judge's own clock around the call.
+    """True when a worker's reported times cannot be right.
 
-    The judge's clock runs from sending fresh inputs to receiving the reply, so it bounds the real time
-    from above. A worker that reports more than passed is lying; one whose report falls far short of the
-    judge's clock (more than the measured round-trip overhead plus a margin) did work it did not report.
+    Three clocks: CUDA events on the launch stream and a wall clock around the call with a device-wide
+    synchronize (both in the worker, so both forgeable), and the judge's clock from sending fresh inputs to
+    receiving the reply, which bounds the real time from above. Work on another stream shows as wall time
+    the events missed; a patched event timer shows the same way; a worker that forges both still has to
+    spend the time before it replies, which the judge's clock sees (beyond the measured round-trip overhead).
     """
-    if event_ms > judge_ms + 0.05:
+    if worker_wall_ms is None:
         return True
-    if worker_wall_ms is not None and (worker_wall_ms + 0.05 < event_ms or worker_wall_ms > judge_ms + 0.05):
+    slack = 0.05 + 0.1 * event_ms
+    if event_ms > worker_wall_ms + slack or worker_wall_ms > judge_ms + 0.05:
         return True
-    return judge_ms - event_ms > overhead_ms + 0.5 + 0.25 * event_ms
+    if worker_wall_ms - event_ms > 0.2 + 0.25 * event_ms:
+        return True
+    return judge_ms - worker_wall_ms > overhead_ms + 0.5 + 0.25 * event_ms
 
 
 def physical_floor_ms(gpu_name: str, bytes_moved: int) -> float | None:
