@@ -13,6 +13,8 @@ import traceback
 from pathlib import Path
 
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
+from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, shm_tag
+from cuda_agent_mcp.evaluator.worker_client import WorkerProcess
 from cuda_agent_mcp.results import Crashed
 
 
@@ -22,11 +24,14 @@ def main() -> None:
     # Workers get only what they need: tools, locale, GPU selection and where our dependencies are.
     kept = ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TMPDIR", "PYTHONPATH")
     env = {k: v for k, v in os.environ.items() if k in kept}
+    env[SHM_TAG_ENV] = shm_tag()
     with tempfile.TemporaryDirectory(prefix="cuda-agent-judge-") as scratch:
+        # Start the candidate's worker before this process imports torch: the two imports overlap.
+        spawned = WorkerProcess(Path(scratch), env)
         try:
             from cuda_agent_mcp.evaluator.judge import run_job
 
-            report = run_job(job, Path(scratch), env)
+            report = run_job(job, Path(scratch), env, spawned)
             code = 0
         except Exception as exc:  # the judge's own failure: reported, never scored
             detail = "".join(traceback.format_exception(exc))[-4000:]

@@ -19,7 +19,9 @@ class TimingPolicy(BaseModel):
     target_rse: float = Field(
         0.01, gt=0, description="stop once the median's relative standard error is below"
     )
-    max_disagreeing_fraction: float = Field(0.2, ge=0, le=1)
+    max_disagreeing_fraction: float = Field(
+        0.5, ge=0, le=1, description="discarded samples above this fraction reject the timing outright"
+    )
 
 
 class Timeouts(BaseModel):

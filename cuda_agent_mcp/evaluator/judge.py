@@ -29,17 +29,15 @@ from cuda_agent_mcp.evaluator.protocol import (
     LoadRequest,
     ReleaseRequest,
 )
-from cuda_agent_mcp.evaluator.timing import disagrees, median_rse, physical_floor_ms, summarize
-from cuda_agent_mcp.evaluator.transport import (
-    SHM_TAG_ENV,
-    TensorRef,
-    TransportError,
-    open_ref,
-    release_shm,
-    remove_shm_files,
-    share,
-    shm_tag,
+from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, TensorRef, release_shm, remove_shm_files, shm_tag
+from cuda_agent_mcp.evaluator.timing import (
+    disagrees,
+    median_rse,
+    physical_floor_ms,
+    summarize,
+    systematic_excess,
 )
+from cuda_agent_mcp.evaluator.transport import TransportError, open_ref, share
 from cuda_agent_mcp.evaluator.worker_client import WorkerLost, WorkerProcess
 from cuda_agent_mcp.results import (
     ContractViolation,
@@ -108,9 +106,17 @@ class Judge:
     # -- talking to workers ----------------------------------------------------------------------
 
     def start_worker(
-        self, directory: Path, module: str, class_name: str, *, compile_model: bool = False
+        self,
+        directory: Path,
+        module: str,
+        class_name: str,
+        *,
+        compile_model: bool = False,
+        spawned: WorkerProcess | None = None,
     ) -> WorkerProcess:
-        worker = WorkerProcess(self.scratch, self.env)
+        """Load a model into a worker (a fresh one unless `spawned` was started ahead, so that its
+        interpreter and torch import overlapped the judge's own)."""
+        worker = spawned or WorkerProcess(self.scratch, self.env)
         state = {k: share(v) for k, v in self.state.items()}
         request = LoadRequest(
             directory=str(directory),
@@ -277,6 +283,7 @@ class Judge:
         samples: list[float] = []
         disagreements = 0
         round_trips: list[float] = []
+        excess_ms: list[float] = []
         started = time.monotonic()
         calls = 0
         buffers: list[Any] = []
@@ -327,6 +334,8 @@ class Judge:
                     Crashed(phase="call", kind="protocol", message="a timed call returned no time")
                 )
             overhead = sorted(round_trips)[len(round_trips) // 2]
+            if reply.event_ms is not None and reply.wall_ms is not None:
+                excess_ms.append(judge_ms - reply.wall_ms - overhead)
             if reply.event_ms is not None and disagrees(reply.event_ms, reply.wall_ms, judge_ms, overhead):
                 disagreements += 1
             else:
@@ -340,6 +349,7 @@ class Judge:
         if (
             disagreements > policy.max_disagreeing_fraction * (len(samples) + disagreements)
             or len(samples) < 3
+            or systematic_excess(excess_ms, samples)
         ):
             raise VerdictReached(
                 Rejected(
@@ -387,14 +397,18 @@ class Judge:
         return eager, compiled, False
 
 
-def run_job(job: EvalJob, scratch: Path, env: dict[str, str]) -> JudgeReport:
-    """Run one verify or profile job to a report. Candidate faults are verdicts; judge faults raise."""
-    tag = shm_tag()
+def run_job(
+    job: EvalJob, scratch: Path, env: dict[str, str], spawned: WorkerProcess | None = None
+) -> JudgeReport:
+    """Run one verify or profile job to a report. Candidate faults are verdicts; judge faults raise.
+    `spawned` is a worker started before the judge imported torch (see __main__)."""
+    tag = env.get(SHM_TAG_ENV) or shm_tag()
     judge = Judge(job, scratch, {**env, SHM_TAG_ENV: tag})
     gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
     worker: WorkerProcess | None = None
     try:
-        worker = judge.start_worker(Path(job.candidate_dir), "model_new", "ModelNew")
+        worker = judge.start_worker(Path(job.candidate_dir), "model_new", "ModelNew", spawned=spawned)
+        spawned = None
         if job.mode == "verify":
             verdict = judge.verify(worker)
             return JudgeReport(verdict=verdict, distributions=judge.distributions_used, gpu=gpu)
@@ -423,8 +437,9 @@ def run_job(job: EvalJob, scratch: Path, env: dict[str, str]) -> JudgeReport:
     except VerdictReached as reached:
         return JudgeReport(verdict=reached.verdict, distributions=judge.distributions_used, gpu=gpu)
     finally:
-        if worker is not None:
-            worker.close()
+        for leftover in (worker, spawned):
+            if leftover is not None:
+                leftover.close()
         remove_shm_files(tag)
 
 

@@ -64,6 +64,15 @@ def disagrees(event_ms: float, worker_wall_ms: float | None, judge_ms: float, ov
     return judge_ms - worker_wall_ms > overhead_ms + 0.5 + 0.25 * event_ms
 
 
+def systematic_excess(excess_ms: list[float], event_samples_ms: list[float]) -> bool:
+    """True when, over all timed calls, the judge's clock exceeds the worker's wall clock by more than the
+    round-trip overhead: one late reply is scheduling noise, a median above the margin is hidden work."""
+    if not excess_ms or not event_samples_ms:
+        return False
+    typical = statistics.median(event_samples_ms)
+    return statistics.median(excess_ms) > 0.5 + 0.25 * typical
+
+
 def physical_floor_ms(gpu_name: str, bytes_moved: int) -> float | None:
     """The least time any kernel needs to read its inputs and write its outputs once, at peak bandwidth."""
     for key, bandwidth in PEAK_BANDWIDTH_BYTES_PER_S.items():

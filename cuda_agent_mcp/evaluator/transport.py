@@ -8,15 +8,13 @@ rebuilds an exact `torch.Tensor` from validated fields: no pickle, no classes ch
 from __future__ import annotations
 
 import base64
-import contextlib
 import math
-import os
 import uuid
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+
+from cuda_agent_mcp.evaluator.refs import SHM_DIR, CudaIpcPayload, ShmPayload, TensorRef, shm_tag
 
 ALLOWED_DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -30,65 +28,10 @@ ALLOWED_DTYPES: dict[str, torch.dtype] = {
     "uint8": torch.uint8,
     "bool": torch.bool,
 }
-SHM_DIR = Path("/dev/shm")
-SHM_TAG_ENV = "CUDA_AGENT_SHM_TAG"
-
-
-def shm_tag() -> str:
-    """Names of this evaluation's shared-memory files start with it, so the judge can remove them all,
-    including those of a worker that died before it could say which files it made."""
-    tag = os.environ.get(SHM_TAG_ENV, "")
-    if len(tag) != 12 or any(c not in "0123456789abcdef" for c in tag):
-        tag = uuid.uuid4().hex[:12]
-        os.environ[SHM_TAG_ENV] = tag
-    return tag
-
-
-def remove_shm_files(tag: str) -> None:
-    for path in SHM_DIR.glob(f"cuda-agent-{tag}-*"):
-        path.unlink(missing_ok=True)
 
 
 class TransportError(ValueError):
     """A TensorRef that cannot be opened or is inconsistent: a protocol violation by the sender."""
-
-
-class CudaIpcPayload(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["cuda_ipc"] = "cuda_ipc"
-    device: int = Field(ge=0)
-    handle: str  # base64
-    storage_size_bytes: int = Field(ge=0)
-    storage_offset_bytes: int = Field(ge=0)
-    ref_counter_handle: str  # base64
-    ref_counter_offset: int = Field(ge=0)
-    event_handle: str | None = None  # base64
-    event_sync_required: bool
-
-
-class ShmPayload(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["shm"] = "shm"
-    name: str = Field(pattern=r"^cuda-agent-[0-9a-f]{12}-[0-9a-f]{32}$")
-    storage_size_bytes: int = Field(ge=0)
-
-
-class TensorRef(BaseModel):
-    """One tensor, described in plain fields."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    dtype: str
-    shape: list[int]
-    stride: list[int]
-    storage_offset: int = Field(ge=0)
-    payload: CudaIpcPayload | ShmPayload = Field(discriminator="kind")
-
-    @property
-    def torch_dtype(self) -> torch.dtype:
-        return ALLOWED_DTYPES[self.dtype]
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -196,10 +139,3 @@ def _open_cuda(payload: CudaIpcPayload) -> Any:
         )
     except (RuntimeError, ValueError, TypeError) as exc:
         raise TransportError(f"cannot open CUDA IPC handle: {exc}") from None
-
-
-def release_shm(ref: TensorRef) -> None:
-    """Delete the shared-memory file behind a CPU TensorRef (a no-op for CUDA)."""
-    if isinstance(ref.payload, ShmPayload):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(SHM_DIR / ref.payload.name)

@@ -12,7 +12,8 @@ from typing import Any
 import torch
 
 from cuda_agent_mcp.evaluator.protocol import CallRequest, CallResult, Failure, Loaded, LoadRequest
-from cuda_agent_mcp.evaluator.transport import TensorRef, open_ref, release_shm, share
+from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
+from cuda_agent_mcp.evaluator.transport import open_ref, share
 
 MAX_INPUT_BYTES = 1 << 40
 

@@ -1,0 +1,64 @@
+"""The timing cross-check and the reward schedules, on numbers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cuda_agent_mcp.evaluator.reward import FAIL, milestones, reward
+from cuda_agent_mcp.evaluator.timing import (
+    disagrees,
+    median_rse,
+    physical_floor_ms,
+    summarize,
+    systematic_excess,
+)
+
+
+def test_honest_times_agree_with_the_judges_clock() -> None:
+    assert not disagrees(event_ms=3.0, worker_wall_ms=3.04, judge_ms=3.4, overhead_ms=0.2)
+    assert not disagrees(event_ms=0.02, worker_wall_ms=0.06, judge_ms=0.5, overhead_ms=0.2)
+
+
+@pytest.mark.parametrize(
+    ("event", "wall", "judge", "why"),
+    [
+        (0.001, 3.0, 3.3, "a patched event timer, or work on another stream: the wall clock saw it"),
+        (0.001, 0.002, 3.3, "both worker clocks forged: the judge's clock saw the time pass"),
+        (3.0, 3.1, 1.0, "the worker claims more time than passed"),
+        (3.0, None, 3.2, "a timed call without a wall clock"),
+    ],
+)
+def test_forged_times_disagree(event: float, wall: float | None, judge: float, why: str) -> None:
+    assert disagrees(event_ms=event, worker_wall_ms=wall, judge_ms=judge, overhead_ms=0.1), why
+
+
+def test_one_late_reply_is_noise_but_a_systematic_excess_is_hidden_work() -> None:
+    events = [0.05] * 20
+    assert not systematic_excess([0.05] * 17 + [3.0] * 3, events)
+    assert systematic_excess([2.0] * 20, events)
+
+
+def test_statistics_of_samples() -> None:
+    stats = summarize([1.0, 2.0, 3.0, 4.0], discarded=1)
+    assert (stats.median_ms, stats.min_ms, stats.p25_ms, stats.p75_ms) == (2.5, 1.0, 1.75, 3.25)
+    assert stats.samples == 4 and stats.discarded_samples == 1
+    assert median_rse([1.0, 1.0]) == math.inf
+    assert median_rse([1.0, 1.01, 0.99, 1.0]) < 0.01
+
+
+def test_the_physical_floor_is_the_time_to_write_the_outputs_at_peak_bandwidth() -> None:
+    assert physical_floor_ms("NVIDIA H200", 4_800_000_000) == pytest.approx(1.0)
+    assert physical_floor_ms("Some Future GPU", 1) is None
+
+
+def test_milestones_follow_the_papers_five_percent_time_reduction() -> None:
+    assert milestones(1.06, 1.06) == 3
+    assert milestones(1.06, 1.0) == 2
+    assert milestones(1.05, 1.05) == 1  # 1.05x is less than a 5% time reduction
+    assert milestones(1.0, 2.0) == 1
+    assert reward("milestones", False, 10.0, 10.0) == FAIL
+    assert reward("milestones", True, None, 2.0) == FAIL
+    assert reward("log_speedup", True, 100.0, 100.0) == pytest.approx(math.log(10))
+    assert reward("fast_p", True, 1.2, 0.9) == 0.0
