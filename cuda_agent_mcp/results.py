@@ -150,12 +150,22 @@ class TimedOut(_Frozen):
     limit_s: float
 
 
+class AuditFinding(_Frozen):
+    """One forbidden construct found in the workspace's sources, where it is and why it is forbidden."""
+
+    file: str
+    line: int | None
+    rule: str
+    message: str
+
+
 class Rejected(_Frozen):
-    """The kernel ran and matched, but the evidence around it does not add up."""
+    """Refused on evidence other than the outputs: the sources break a rule, or the timings do not add up."""
 
     status: Literal["rejected"] = "rejected"
-    reason: Literal["timing_disagreement", "below_physical_floor", "noisy_timing"]
+    reason: Literal["forbidden_op", "timing_disagreement", "below_physical_floor", "noisy_timing"]
     message: str
+    findings: list[AuditFinding] = []
 
 
 Verdict = Annotated[

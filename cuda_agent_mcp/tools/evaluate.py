@@ -20,16 +20,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import ProgressCallback
 from cuda_agent_mcp.errors import InfraError
+from cuda_agent_mcp.evaluator.audit import audit_workspace
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
 from cuda_agent_mcp.evaluator.reward import RewardSchedule, reward
 from cuda_agent_mcp.executors import ProcessLimits
 from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
 from cuda_agent_mcp.results import (
+    AuditFinding,
     BuildResult,
     CompileFailed,
     EvalResult,
     Passed,
     ProfileResult,
+    Rejected,
     VerifyResult,
 )
 from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
@@ -54,6 +57,7 @@ class VerifyRequest(BaseModel):
     call_timeout_s: float = Field(
         30.0, gt=0, description="limit on one forward() call; a hung kernel is killed"
     )
+    audit: bool = Field(True, description="refuse sources that compute with PyTorch instead of kernels")
     timeout_s: float = Field(600.0, gt=0)
 
 
@@ -89,6 +93,15 @@ async def verify_kernels(
             verdict=CompileFailed(summary=build.summary, diagnostics=build.diagnostics),
             source_hash=build.source_hash,
             build_key=None,
+            trials=0,
+            distributions=[],
+            wall_s=round(time.monotonic() - started, 3),
+        )
+    if request.audit and (findings := audit_workspace(session.workspace.root)):
+        return VerifyResult(
+            verdict=Rejected(reason="forbidden_op", message=_describe(findings), findings=findings),
+            source_hash=build.source_hash,
+            build_key=build.build_key,
             trials=0,
             distributions=[],
             wall_s=round(time.monotonic() - started, 3),
@@ -178,6 +191,13 @@ async def evaluate_kernels(
     return EvalResult(
         verify=verified, profile=profiled, reward=value, reward_schedule=request.reward_schedule
     )
+
+
+def _describe(findings: list[AuditFinding]) -> str:
+    first = findings[0]
+    where = f"{first.file}:{first.line}" if first.line else first.file
+    more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+    return f"{where}: {first.message}{more}"
 
 
 def _tolerance(session: Session, strict: bool) -> tuple[float, float]:

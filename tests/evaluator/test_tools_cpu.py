@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cuda_agent_mcp.results import CompileFailed, Passed, WrongOutput
+from cuda_agent_mcp.results import CompileFailed, Passed, Rejected, WrongOutput
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import (
     EvaluateRequest,
@@ -61,7 +61,7 @@ def _candidate(session: Session, suffix: str = "") -> None:
 
 def test_verify_builds_then_judges_in_separate_processes(session: Session) -> None:
     _candidate(session)
-    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu", trials=3)))
+    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu", trials=3, audit=False)))
     assert isinstance(result.verdict, Passed), result.verdict
     assert result.build_key is not None and result.trials == 3
     assert result.distributions == ["task", "shifted", "task"]
@@ -71,7 +71,10 @@ def test_a_wrong_candidate_gets_a_wrong_output_verdict_and_the_fail_reward(sessi
     _candidate(session, " + 0.5")
     result = anyio.run(
         lambda: evaluate_kernels(
-            session, EvaluateRequest(verify=VerifyRequest(device="cpu"), profile=ProfileRequest(device="cpu"))
+            session,
+            EvaluateRequest(
+                verify=VerifyRequest(device="cpu", audit=False), profile=ProfileRequest(device="cpu")
+            ),
         )
     )
     assert isinstance(result.verify.verdict, WrongOutput)
@@ -83,7 +86,7 @@ def test_a_build_failure_is_a_compile_failed_verdict(session: Session) -> None:
     _candidate(session)
     kernel = session.workspace.root / "kernels" / "bias_add_relu.cu"
     kernel.write_text(kernel.read_text() + "\nthis is not C++\n")
-    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu")))
+    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu", audit=False)))
     assert isinstance(result.verdict, CompileFailed)
     assert result.verdict.diagnostics[0].file == "kernels/bias_add_relu.cu"
 
@@ -91,7 +94,8 @@ def test_a_build_failure_is_a_compile_failed_verdict(session: Session) -> None:
 def test_evaluate_on_the_cpu_passes_verify_and_times_the_candidate(session: Session) -> None:
     _candidate(session)
     request = EvaluateRequest(
-        verify=VerifyRequest(device="cpu"), profile=ProfileRequest(device="cpu", baselines="skip")
+        verify=VerifyRequest(device="cpu", audit=False),
+        profile=ProfileRequest(device="cpu", baselines="skip"),
     )
     result = anyio.run(lambda: evaluate_kernels(session, request))
     assert isinstance(result.verify.verdict, Passed)
@@ -104,3 +108,12 @@ def test_the_tool_layer_does_not_import_torch() -> None:
     probe = "import sys, cuda_agent_mcp.tools, cuda_agent_mcp.cli.app; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_the_static_audit_refuses_pytorch_compute_before_anything_runs(session: Session) -> None:
+    _candidate(session)
+    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu")))
+    assert isinstance(result.verdict, Rejected)
+    assert result.verdict.reason == "forbidden_op"
+    assert result.verdict.findings[0].file == "model_new.py"
+    assert ".clamp_min()" in result.verdict.message

@@ -1,0 +1,117 @@
+"""The static audit of model_new.py and kernel sources: what it flags, and that honest code is clean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuda_agent_mcp.evaluator.audit import audit_cpp, audit_model_new, audit_workspace
+from tests.conftest import EXAMPLES
+
+HONEST = """
+import torch
+import torch.nn as nn
+import cuda_extension
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.linear = nn.Linear(features, features)  # holds the reference's weights
+        self.bias = nn.Parameter(torch.empty(features))
+
+    def forward(self, x):
+        out = torch.empty(x.shape[0], self.bias.numel(), device=x.device, dtype=x.dtype)
+        n = x.shape[0] * x.shape[1]
+        return cuda_extension.fused(x.contiguous(), self.linear.weight, self.bias, out, n)
+"""
+
+
+@pytest.mark.parametrize("example", ["relu", "row_sum", "bias_add_relu"])
+def test_the_bundled_examples_are_clean(example: str) -> None:
+    assert audit_workspace(EXAMPLES / example) == []
+
+
+def test_creation_shape_queries_and_held_layers_are_allowed() -> None:
+    assert audit_model_new(HONEST, "model_new.py") == []
+
+
+@pytest.mark.parametrize(
+    ("change", "rule", "text"),
+    [
+        (
+            ("return cuda_extension.fused(", "return torch.relu(x) + 0 * cuda_extension.fused("),
+            "torch_compute",
+            "torch.relu",
+        ),
+        (
+            ("return cuda_extension.fused(", "return x.softmax(-1) + 0 * cuda_extension.fused("),
+            "torch_compute",
+            ".softmax()",
+        ),
+        (
+            ("return cuda_extension.fused(", "return self.linear(x) + 0 * cuda_extension.fused("),
+            "torch_compute",
+            "self.linear",
+        ),
+        (("import cuda_extension", "import cuda_extension\nimport torch.nn.functional as F"), None, None),
+        (
+            ("return cuda_extension.fused(", "return F.gelu(x) + 0 * cuda_extension.fused("),
+            "torch_compute",
+            "F.gelu",
+        ),
+        (
+            (
+                "return cuda_extension.fused(",
+                "return torch.compile(lambda t: t)(x) + 0 * cuda_extension.fused(",
+            ),
+            "torch_compute",
+            "torch.compile",
+        ),
+        (
+            ("class ModelNew(nn.Module):", "from model import Model\n\nclass ModelNew(Model):"),
+            "imports_reference",
+            "imports the reference",
+        ),
+        (
+            (
+                "        n = x.shape[0] * x.shape[1]\n",
+                "        try:\n            n = x.shape[0]\n        except Exception:\n            n = 0\n",
+            ),
+            "fallback",
+            "try/except",
+        ),
+    ],
+)
+def test_forbidden_constructs_are_flagged_with_their_line(
+    change: tuple[str, str], rule: str | None, text: str | None
+) -> None:
+    source = HONEST.replace(*change)
+    assert source != HONEST
+    findings = audit_model_new(source, "model_new.py")
+    if rule is None:
+        assert findings == []
+        return
+    assert any(f.rule == rule and text in f.message and f.line for f in findings), findings
+
+
+def test_torch_compute_in_cpp_is_flagged_but_allocation_is_not() -> None:
+    source = (
+        "// torch::relu(x) in a comment is fine\n"
+        "auto out = torch::empty_like(x);\n"
+        "auto o2 = torch::empty({n}, x.options().dtype(torch::kFloat32));\n"
+        "auto y = torch::matmul(a, b);\n"
+        "auto z = at::relu(y);\n"
+    )
+    findings = audit_cpp(source, "kernels/k_binding.cpp")
+    assert [(f.line, f.rule) for f in findings] == [(4, "torch_compute"), (5, "torch_compute")]
+    assert "torch::matmul" in findings[0].message
+
+
+def test_the_workspace_audit_covers_kernels_and_ignores_the_harness(tmp_path: Path) -> None:
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "model_new.py").write_text(HONEST)
+    (tmp_path / "binding.cpp").write_text("auto y = torch::relu(x);\n")
+    (tmp_path / "kernels" / "k_binding.cpp").write_text("auto y = at::mm(a, b);\n")
+    findings = audit_workspace(tmp_path)
+    assert [(f.file, f.line) for f in findings] == [("kernels/k_binding.cpp", 1)]
