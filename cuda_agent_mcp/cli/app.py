@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -30,8 +31,11 @@ from cuda_agent_mcp.tools import (
     EvaluateRequest,
     ProfileRequest,
     Session,
+    TaskAuditRequest,
+    TaskAuditResult,
     TaskQuery,
     VerifyRequest,
+    audit_task,
     compile_kernels,
     evaluate_kernels,
     list_tasks,
@@ -106,6 +110,33 @@ def tasks_show(
     with err.status("inspecting the task", spinner="dots") if inspect and not json else _nullcontext():
         details = _run(lambda: show_task(catalog, task, inspect=inspect))
     _emit_json(details) if json else out.print(render.task_details(details, show_code=code))
+
+
+@tasks_app.command("audit")
+def tasks_audit(
+    task: Annotated[str, typer.Argument(help="task id or a .py file")],
+    tasks: TasksOption = None,
+    device: Annotated[str, typer.Option(help="cuda, or cpu")] = "cuda",
+    json: JsonOption = False,
+) -> None:
+    """Check that candidates doing no real work (zeros, a constant, the input, noise) fail the task."""
+    catalog = _catalog(tasks)
+
+    async def work() -> TaskAuditResult:
+        with tempfile.TemporaryDirectory(prefix="cuda-agent-audit-") as tmp:
+            session = Session.create(catalog.get(task), Path(tmp) / "ws")
+            return await audit_task(session, TaskAuditRequest(device=device))  # type: ignore[arg-type]
+
+    result = _run_validated(work)
+    if json:
+        _emit_json(result)
+    else:
+        for candidate in result.null_candidates:
+            mark = "[red]PASSED (bad)[/]" if candidate.passed else "[green]failed[/]"
+            out.print(f"{candidate.name:14} {mark} ({candidate.verdict_status})")
+        out.print(f"{result.task_id}: {'[red]weak[/]' if result.weak else '[green]sound[/]'}")
+    if result.weak:
+        raise typer.Exit(1)
 
 
 @workspace_app.command("new")

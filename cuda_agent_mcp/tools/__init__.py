@@ -12,6 +12,7 @@ from cuda_agent_mcp.tools.evaluate import (
 )
 from cuda_agent_mcp.tools.files import edit_file, list_files, read_file, search_files, write_file
 from cuda_agent_mcp.tools.session import Session
+from cuda_agent_mcp.tools.task_audit import TaskAuditRequest, TaskAuditResult, audit_task
 from cuda_agent_mcp.tools.tasks import (
     TaskDetails,
     TaskList,
@@ -28,11 +29,14 @@ __all__ = [
     "JudgeFailed",
     "ProfileRequest",
     "Session",
+    "TaskAuditRequest",
+    "TaskAuditResult",
     "TaskDetails",
     "TaskList",
     "TaskQuery",
     "VerifyRequest",
     "WorkspaceInfo",
+    "audit_task",
     "compile_kernels",
     "edit_file",
     "evaluate_kernels",

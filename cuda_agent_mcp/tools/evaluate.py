@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -107,9 +108,9 @@ async def verify_kernels(
             wall_s=round(time.monotonic() - started, 3),
         )
     tolerance = _tolerance(session, request.strict)
-    report = await _run_judge(
+    report = await run_judge(
         session,
-        build,
+        workspace_candidate(session, build),
         mode="verify",
         device=request.device,
         seeds=[secrets.randbits(62) for _ in range(request.trials)],
@@ -142,9 +143,9 @@ async def profile_kernels(
             wall_s=round(time.monotonic() - started, 3),
         )
     atol, rtol = _tolerance(session, strict=False)
-    report = await _run_judge(
+    report = await run_judge(
         session,
-        build,
+        workspace_candidate(session, build),
         mode="profile",
         device=request.device,
         seeds=[secrets.randbits(62)],
@@ -208,9 +209,9 @@ def _tolerance(session: Session, strict: bool) -> tuple[float, float]:
     return policy.tolerance.atol, policy.tolerance.rtol
 
 
-async def _run_judge(
+async def run_judge(
     session: Session,
-    build: BuildResult,
+    stage_candidate: Callable[[Path], None],
     *,
     mode: Literal["verify", "profile"],
     device: str,
@@ -228,7 +229,8 @@ async def _run_judge(
         reference.parent.mkdir()
         reference.write_text(session.workspace.reference_code)
         candidate = scratch / "candidate"
-        _copy_candidate(session, build, candidate)
+        candidate.mkdir()
+        stage_candidate(candidate)
         job = EvalJob(
             mode=mode,
             reference_path=str(reference),
@@ -262,9 +264,13 @@ async def _run_judge(
         return report
 
 
+def workspace_candidate(session: Session, build: BuildResult) -> Callable[[Path], None]:
+    """Stages the candidate's Python files (not model.py: the reference is not importable) and the
+    extension from the build cache."""
+    return lambda target: _copy_candidate(session, build, target)
+
+
 def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
-    """The candidate's Python files (not model.py: the reference is not importable) and its extension."""
-    target.mkdir()
     root = session.workspace.root
     for path in root.glob("*.py"):
         if path.name != REFERENCE_FILE:

@@ -20,6 +20,7 @@ from cuda_agent_mcp.tools import (
     evaluate_kernels,
     verify_kernels,
 )
+from cuda_agent_mcp.tools.task_audit import TaskAuditRequest, audit_task
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.nvcc
@@ -117,3 +118,29 @@ def test_the_static_audit_refuses_pytorch_compute_before_anything_runs(session: 
     assert result.verdict.reason == "forbidden_op"
     assert result.verdict.findings[0].file == "model_new.py"
     assert ".clamp_min()" in result.verdict.message
+
+
+def test_a_sound_task_fails_every_null_candidate(session: Session) -> None:
+    result = anyio.run(lambda: audit_task(session, TaskAuditRequest(device="cpu", trials=2)))
+    assert not result.weak
+    assert {c.name for c in result.null_candidates} == {
+        "zeros",
+        "ones",
+        "constant_mean",
+        "random",
+        "first_input",
+    }
+    assert all(not c.passed for c in result.null_candidates), result
+
+
+def test_a_task_whose_output_is_always_zero_is_reported_weak(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    code = (EXAMPLES / "relu" / "model.py").read_text().replace("torch.relu(x)", "torch.relu(-x.abs())")
+    code = code.replace("batch_size = 4096\ndim = 8192", "batch_size = 8\ndim = 16")
+    reference = tmp_path / "weak.py"
+    reference.write_text(code)
+    session = Session.create(load_task_file(reference), tmp_path / "ws", cache_dir=shared_build_cache)
+    result = anyio.run(lambda: audit_task(session, TaskAuditRequest(device="cpu", trials=2)))
+    assert result.weak
+    assert {c.name for c in result.null_candidates if c.passed} >= {"zeros"}
