@@ -21,6 +21,7 @@ from cuda_agent_mcp.results import Crashed
 def main() -> None:
     job_path, report_path = Path(sys.argv[1]), Path(sys.argv[2])
     job = EvalJob.model_validate_json(job_path.read_text())
+    job_path.unlink()  # the verify seeds are in it; a worker that found the path must find nothing
     # Workers get only what they need: tools, locale, GPU selection and where our dependencies are.
     kept = ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TMPDIR", "PYTHONPATH")
     env = {k: v for k, v in os.environ.items() if k in kept}
