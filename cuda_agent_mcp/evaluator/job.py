@@ -48,6 +48,7 @@ class EvalJob(BaseModel):
     distributions: list[str] = ["task", "shifted"]
     atol: float
     rtol: float
+    op_audit: bool = Field(False, description="reject forward() calls that dispatch PyTorch compute ops")
     timing: TimingPolicy = TimingPolicy()
     timeouts: Timeouts = Timeouts()
     baselines: Literal["measure", "cached", "skip"] = "measure"

@@ -21,6 +21,7 @@ import torch
 
 from cuda_agent_mcp.evaluator.compare import check_outputs, errors, unchanged
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
+from cuda_agent_mcp.evaluator.ops import forbidden_ops
 from cuda_agent_mcp.evaluator.protocol import (
     CallRequest,
     CallResult,
@@ -40,6 +41,7 @@ from cuda_agent_mcp.evaluator.timing import (
 from cuda_agent_mcp.evaluator.transport import TransportError, open_ref, share
 from cuda_agent_mcp.evaluator.worker_client import WorkerLost, WorkerProcess
 from cuda_agent_mcp.results import (
+    AuditFinding,
     ContractViolation,
     Crashed,
     Passed,
@@ -165,6 +167,7 @@ class Judge:
             timed=timed,
             poison=poison,
             poison_bytes=2 * out_bytes if poison is not None else 0,
+            record_ops=self.job.op_audit and not timed,
         )
         started = time.perf_counter()
         reply = self._ask(worker, request, "call", timeout_s)
@@ -239,6 +242,20 @@ class Judge:
                     out_bytes=out_bytes,
                     timeout_s=self.job.timeouts.call_s,
                 )
+                if forbidden := forbidden_ops(reply.ops):
+                    return Rejected(
+                        reason="forbidden_op",
+                        message=f"forward() dispatched PyTorch compute: {', '.join(forbidden[:8])}",
+                        findings=[
+                            AuditFinding(
+                                file="model_new.py",
+                                line=None,
+                                rule="runtime_op",
+                                message=f"forward() ran {op}",
+                            )
+                            for op in forbidden
+                        ],
+                    )
                 problem = check_outputs(
                     actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
                 )

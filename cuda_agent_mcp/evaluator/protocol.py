@@ -49,6 +49,7 @@ class CallRequest(_Message):
         None, description="fill this much freed allocator memory with this value first"
     )
     poison_bytes: int = Field(0, ge=0)
+    record_ops: bool = Field(False, description="report the aten ops forward() dispatched (op audit)")
 
 
 class ReleaseRequest(_Message):
@@ -74,6 +75,7 @@ class CallResult(_Message):
     outputs: list[TensorRef]
     event_ms: float | None = Field(None, ge=0)
     wall_ms: float | None = Field(None, ge=0)
+    ops: list[str] = Field(default_factory=list, max_length=10000)
 
 
 class Failure(_Message):

@@ -118,6 +118,7 @@ async def verify_kernels(
         rtol=tolerance[1],
         timeout_s=request.timeout_s,
         timeouts=Timeouts(call_s=request.call_timeout_s),
+        op_audit=request.audit,
     )
     return VerifyResult(
         verdict=report.verdict,
@@ -222,6 +223,7 @@ async def run_judge(
     baselines: Literal["cached", "measure", "skip"] = "skip",
     timing: TimingPolicy | None = None,
     timeouts: Timeouts | None = None,
+    op_audit: bool = False,
 ) -> JudgeReport:
     with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-", dir=_scratch_root(session)) as tmp:
         scratch = Path(tmp)
@@ -245,6 +247,7 @@ async def run_judge(
             baseline_key=session.task.content_hash,
             timing=timing or TimingPolicy(),
             timeouts=timeouts or Timeouts(),
+            op_audit=op_audit,
         )
         (scratch / "job.json").write_text(job.model_dump_json())
         report_path = scratch / "report.json"

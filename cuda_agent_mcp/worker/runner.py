@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from cuda_agent_mcp.evaluator.protocol import CallRequest, CallResult, Failure, Loaded, LoadRequest
 from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
@@ -24,6 +25,19 @@ def is_cuda_error(exc: BaseException) -> bool:
     if accelerator_error is not None and isinstance(exc, accelerator_error):
         return True
     return "CUDA error" in str(exc) or "cudaError" in str(exc)
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records the aten ops dispatched inside forward(). Runs in the candidate's process, so a candidate
+    can evade it; the judge treats what it reports as evidence against, never as proof for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        self.ops.add(func._schema.name)
+        return func(*args, **(kwargs or {}))
 
 
 class Runner:
@@ -72,6 +86,11 @@ class Runner:
         with torch.no_grad():
             if request.timed:
                 output, event_ms, wall_ms = self._timed_call(args)
+            elif request.record_ops:
+                with OpRecorder() as recorder:
+                    output = self.model(*args)
+                event_ms, wall_ms = None, None
+                self._synchronize()
             else:
                 output, event_ms, wall_ms = self.model(*args), None, None
                 self._synchronize()
@@ -85,7 +104,10 @@ class Runner:
             )
         self.kept = tensors
         self.kept_refs = [share(t) for t in tensors]
-        return CallResult(structure=structure, outputs=self.kept_refs, event_ms=event_ms, wall_ms=wall_ms)
+        ops = sorted(recorder.ops) if request.record_ops and not request.timed else []
+        return CallResult(
+            structure=structure, outputs=self.kept_refs, event_ms=event_ms, wall_ms=wall_ms, ops=ops
+        )
 
     def release(self) -> None:
         for ref in self.kept_refs:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, TimedOut, WrongOutput
+from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, Rejected, TimedOut, WrongOutput
 from tests.evaluator.conftest import HONEST
 
 
@@ -130,3 +130,19 @@ def test_profiling_rechecks_every_timed_output(run_judge) -> None:
     report = run_judge(lazy, mode="profile")
     assert isinstance(report.verdict, WrongOutput)
     assert report.verdict.phase == "timed"
+
+
+def test_the_op_audit_reports_pytorch_compute_dispatched_inside_forward(run_judge) -> None:
+    report = run_judge(HONEST, op_audit=True)
+    assert isinstance(report.verdict, Rejected), report.verdict
+    assert report.verdict.reason == "forbidden_op"
+    assert "aten::clamp_min" in report.verdict.message and "aten::mul" in report.verdict.message
+
+
+def test_the_op_audit_allows_allocation_views_and_copies(run_judge) -> None:
+    allocating = HONEST.replace(
+        "return (x * self.scale).clamp_min(0)",
+        "out = torch.empty_like(x)\n        out.copy_(x.contiguous().view(-1).view(x.shape))\n        return out",
+    )
+    report = run_judge(allocating, op_audit=True)
+    assert isinstance(report.verdict, WrongOutput)  # wrong values, but nothing forbidden ran

@@ -144,3 +144,18 @@ def test_a_task_whose_output_is_always_zero_is_reported_weak(
     result = anyio.run(lambda: audit_task(session, TaskAuditRequest(device="cpu", trials=2)))
     assert result.weak
     assert {c.name for c in result.null_candidates if c.passed} >= {"zeros"}
+
+
+def test_pytorch_compute_hidden_in_a_helper_module_is_caught_at_run_time(session: Session) -> None:
+    root = session.workspace.root
+    (root / "helpers.py").write_text("import torch\n\ndef finish(t):\n    return torch.relu(t)\n")
+    (root / "model_new.py").write_text(
+        TORCH_CANDIDATE.replace("import torch.nn as nn\n", "import torch.nn as nn\nimport helpers\n").replace(
+            "return (x + self.bias).clamp_min(0){suffix}", "return helpers.finish(x)"
+        )
+    )
+    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu")))
+    assert isinstance(result.verdict, Rejected), result.verdict
+    assert result.verdict.reason == "forbidden_op"
+    assert result.verdict.findings[0].rule == "runtime_op"
+    assert "aten::relu" in result.verdict.message
