@@ -191,6 +191,10 @@ def compile_command(
 
 DirectoryArgument = Annotated[Path, typer.Argument(help="workspace directory")]
 DeviceOption = Annotated[str, typer.Option(help="cuda, or cpu for pure-PyTorch candidates")]
+AuditOption = Annotated[
+    bool,
+    typer.Option("--audit/--no-audit", help="refuse PyTorch compute in ModelNew (static and at run time)"),
+]
 
 
 @app.command("verify")
@@ -199,14 +203,12 @@ def verify_command(
     trials: Annotated[int, typer.Option(help="input sets, each from a fresh secret seed")] = 5,
     strict: Annotated[bool, typer.Option(help="fp32 tolerance 1e-4 instead of 1e-2")] = False,
     device: DeviceOption = "cuda",
+    audit: AuditOption = True,
     json: JsonOption = False,
 ) -> None:
     """Build, then check ModelNew against Model in a separate worker process. Exit 1 unless it passes."""
-    result = _run_validated(
-        lambda: verify_kernels(
-            Session.open(directory), VerifyRequest(trials=trials, strict=strict, device=device)
-        )  # type: ignore[arg-type]
-    )
+    request = VerifyRequest(trials=trials, strict=strict, device=device, audit=audit)  # type: ignore[arg-type]
+    result = _run_validated(lambda: verify_kernels(Session.open(directory), request))
     _emit_json(result) if json else render.verdict_report(
         "verify", result.verdict, out, extra=render.verify_lines(result)
     )
@@ -236,15 +238,15 @@ def profile_command(
 def eval_command(
     directory: DirectoryArgument = Path("."),
     device: DeviceOption = "cuda",
+    audit: AuditOption = True,
     json: JsonOption = False,
 ) -> None:
     """verify + profile + reward (the paper's milestones: -1, 1, 2, 3)."""
-    result = _run_validated(
-        lambda: evaluate_kernels(
-            Session.open(directory),
-            EvaluateRequest(verify=VerifyRequest(device=device), profile=ProfileRequest(device=device)),  # type: ignore[arg-type]
-        )
+    request = EvaluateRequest(
+        verify=VerifyRequest(device=device, audit=audit),  # type: ignore[arg-type]
+        profile=ProfileRequest(device=device),  # type: ignore[arg-type]
     )
+    result = _run_validated(lambda: evaluate_kernels(Session.open(directory), request))
     if json:
         _emit_json(result)
     else:

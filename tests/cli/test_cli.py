@@ -115,3 +115,36 @@ def test_a_malformed_arch_is_refused_before_anything_runs(tmp_path: Path) -> Non
     done = cli("compile", str(EXAMPLES / "relu"), "--arch", "hopper")
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.nvcc
+def test_verify_and_eval_report_verdicts_and_exit_codes(tmp_path: Path, shared_build_cache: Path) -> None:
+    """On the CPU with a pure-PyTorch ModelNew: the whole verify path, the JSON shape and the exit codes."""
+    small = (
+        (EXAMPLES / "relu" / "model.py")
+        .read_text()
+        .replace("batch_size = 4096\ndim = 8192", "batch_size = 8\ndim = 16")
+    )
+    reference = tmp_path / "small_relu.py"
+    reference.write_text(small)
+    workspace = tmp_path / "ws"
+    assert cli("workspace", "new", str(reference), str(workspace)).returncode == 0
+    shutil.copytree(EXAMPLES / "relu" / "kernels", workspace / "kernels", dirs_exist_ok=True)
+    (workspace / "model_new.py").write_text(
+        "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n        return x.clamp_min(0)\n"
+    )
+    audited = cli("verify", str(workspace), "--device", "cpu", cache=shared_build_cache)
+    assert audited.returncode == 1 and "forbidden_op" in audited.stdout
+    passed = cli(
+        "verify", str(workspace), "--device", "cpu", "--no-audit", "--json", cache=shared_build_cache
+    )
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert json.loads(passed.stdout)["verdict"]["status"] == "passed"
+    (workspace / "model_new.py").write_text(
+        (workspace / "model_new.py").read_text().replace("clamp_min(0)", "abs()")
+    )
+    wrong = cli("eval", str(workspace), "--device", "cpu", "--no-audit", cache=shared_build_cache)
+    assert wrong.returncode == 1
+    assert "wrong_output" in wrong.stdout and "reward (milestones): -1" in wrong.stdout
+    assert "Traceback" not in wrong.stdout + wrong.stderr
