@@ -148,7 +148,9 @@ def test_a_patched_event_timer_is_caught_by_the_judges_clock(
     )
     result = profile(relu_session(tmp_path, shared_build_cache, model_new=patched), baselines="skip")
     assert isinstance(result.verdict, Rejected), result.verdict
-    assert result.verdict.reason == "timing_disagreement"
+    # The example's kernel takes about 50 us: the forged 0.1 us is caught by the clock cross-check, or,
+    # where the clocks' slack absorbs so short a kernel, by the physical floor (seen on the H200 at 0de1413).
+    assert result.verdict.reason in ("timing_disagreement", "below_physical_floor")
 
 
 def test_a_kernel_honest_only_while_checked_fails_on_the_rechecked_timed_outputs(
