@@ -59,7 +59,7 @@ def disagrees(event_ms: float, worker_wall_ms: float | None, judge_ms: float, ov
     slack = 0.05 + 0.1 * event_ms
     if event_ms > worker_wall_ms + slack or worker_wall_ms > judge_ms + 0.05:
         return True
-    if worker_wall_ms - event_ms > 0.1 + 0.25 * event_ms:
+    if worker_wall_ms - event_ms > 0.2 + 0.25 * event_ms:
         return True
     return judge_ms - worker_wall_ms > overhead_ms + 0.5 + 0.25 * event_ms
 
