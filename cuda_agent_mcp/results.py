@@ -163,7 +163,9 @@ class Rejected(_Frozen):
     """Refused on evidence other than the outputs: the sources break a rule, or the timings do not add up."""
 
     status: Literal["rejected"] = "rejected"
-    reason: Literal["forbidden_op", "timing_disagreement", "below_physical_floor", "noisy_timing"]
+    reason: Literal[
+        "forbidden_op", "timing_disagreement", "below_physical_floor", "background_thread", "noisy_timing"
+    ]
     message: str
     findings: list[AuditFinding] = []
 

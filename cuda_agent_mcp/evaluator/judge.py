@@ -304,6 +304,7 @@ class Judge:
         started = time.monotonic()
         calls = 0
         buffers: list[Any] = []
+        threads_after_warmup: int | None = None
         while True:
             # Fresh content every call, written into the same shared buffers: the worker maps them
             # once, so the judge's clock carries no mapping cost, and a cache keyed by pointer fails.
@@ -345,6 +346,10 @@ class Judge:
             round_trips.append((time.perf_counter() - ping_started) * 1e3)
             if not timed:
                 continue
+            if threads_after_warmup is None:
+                # Counted after the first timed call, so threads the runtime starts lazily for timing
+                # itself are in the baseline.
+                threads_after_warmup = worker.thread_count()
             measured = reply.event_ms if reply.event_ms is not None else reply.wall_ms
             if measured is None:
                 raise VerdictReached(
@@ -373,6 +378,21 @@ class Judge:
                     reason="timing_disagreement",
                     message=f"{disagreements} of {len(samples) + disagreements} timed calls reported device times "
                     "that the judge's own clock around the call contradicts",
+                )
+            )
+        threads_now = worker.thread_count()
+        if (
+            threads_after_warmup is not None
+            and threads_now is not None
+            and threads_now > threads_after_warmup
+        ):
+            # Counted by the kernel (/proc), not reported by the worker: a thread started while being
+            # timed can launch work after the clocks stop.
+            raise VerdictReached(
+                Rejected(
+                    reason="background_thread",
+                    message=f"the worker had {threads_after_warmup} threads after its first timed call and "
+                    f"{threads_now} after the timed calls",
                 )
             )
         return summarize(samples, disagreements), sum(e.numel() * e.element_size() for e in expected)

@@ -91,6 +91,13 @@ class WorkerProcess:
             chunks += chunk
         return bytes(chunks)
 
+    def thread_count(self) -> int | None:
+        """The worker's OS threads, as the kernel counts them (None once it has exited)."""
+        try:
+            return len(os.listdir(f"/proc/{self.process.pid}/task"))
+        except OSError:
+            return None
+
     def kill(self) -> None:
         """SIGKILL the whole process group and reap the worker."""
         with contextlib.suppress(ProcessLookupError):
