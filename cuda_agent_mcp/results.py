@@ -210,6 +210,9 @@ class ProfileResult(_Frozen):
     gpu: str = ""
     source_hash: str = ""
     build_key: str | None = None
+    low_confidence: bool = Field(
+        False, description="the candidate's CV stayed above the limit after a re-measure"
+    )
     wall_s: float
 
 
