@@ -15,7 +15,7 @@ from cuda_agent_mcp.build import (
     detect_arch,
     discover_toolchain,
 )
-from cuda_agent_mcp.executors import Executor, LocalExecutor
+from cuda_agent_mcp.executors import Executor, default_executor
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.workspace import Workspace
 
@@ -26,7 +26,7 @@ class Session:
 
     task: Task
     workspace: Workspace
-    executor: Executor = field(default_factory=LocalExecutor)
+    executor: Executor = field(default_factory=default_executor)
     cache_dir: Path = field(default_factory=default_cache_dir)
     build_limits: BuildLimits = field(default_factory=BuildLimits)
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])

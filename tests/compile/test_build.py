@@ -210,3 +210,14 @@ def test_every_bundled_example_builds_as_it_is_in_the_repository(
     assert result.ok, result.summary + "\n" + result.log
     assert result.errors == []
     assert result.kernels, "ptxas reported no kernel"
+
+
+def test_a_build_runs_inside_the_sandboxed_executor(tmp_path: Path, shared_build_cache: Path) -> None:
+    from cuda_agent_mcp.executors import SandboxedExecutor
+
+    session = new_session("relu", tmp_path / "sandboxed", shared_build_cache, executor=SandboxedExecutor())
+    kernel = session.workspace.root / "kernels" / "relu.cu"
+    kernel.write_text(kernel.read_text() + "\n// built in the sandbox\n")
+    result = build(session)
+    assert result.ok, result.summary + result.log
+    assert actions(result)["kernels/relu.cu"] == "compiled"

@@ -1,0 +1,110 @@
+"""The hardened local executor: nothing outlives a command, no network, file-size limits."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from cuda_agent_mcp.executors import (
+    LocalExecutor,
+    ProcessLimits,
+    SandboxedExecutor,
+    SandboxPolicy,
+    available_isolation,
+)
+from cuda_agent_mcp.executors.base import ProcessResult
+
+DAEMON = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            with open(sys.argv[1], "a") as beat:
+                beat.write("x")
+            time.sleep(0.05)
+    os._exit(0)
+time.sleep(0.3)
+"""
+
+
+def run(executor: object, argv: list[str], tmp_path: Path, timeout_s: float = 20) -> ProcessResult:
+    return anyio.run(lambda: executor.run(argv, cwd=tmp_path, limits=ProcessLimits(timeout_s=timeout_s)))  # type: ignore[attr-defined]
+
+
+def _still_beating(path: Path) -> bool:
+    before = path.stat().st_size
+    time.sleep(0.4)
+    return path.stat().st_size > before
+
+
+@pytest.mark.skipif("pid" not in available_isolation(), reason="this machine refuses PID namespaces")
+def test_a_double_forked_daemon_does_not_outlive_its_command(tmp_path: Path) -> None:
+    beat = tmp_path / "beat"
+    run(SandboxedExecutor(), [sys.executable, "-c", DAEMON, str(beat)], tmp_path)
+    assert beat.exists()
+    assert not _still_beating(beat)
+
+
+@pytest.mark.skipif("pid" not in available_isolation(), reason="this machine refuses PID namespaces")
+def test_the_same_daemon_escapes_a_plain_process_group_which_is_why_the_sandbox_exists(
+    tmp_path: Path,
+) -> None:
+    beat = tmp_path / "beat"
+    run(LocalExecutor(), [sys.executable, "-c", DAEMON, str(beat)], tmp_path)
+    try:
+        assert _still_beating(beat)
+    finally:
+        # The daemon is ours to clean up here: find it by the file it writes.
+        import subprocess
+
+        subprocess.run(["pkill", "-f", str(beat)], check=False)
+
+
+@pytest.mark.skipif("network" not in available_isolation(), reason="this machine refuses network namespaces")
+def test_a_command_cannot_reach_the_hosts_network(tmp_path: Path) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        probe = (
+            f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')"
+        )
+        assert "connected" in run(LocalExecutor(), [sys.executable, "-c", probe], tmp_path).output
+        sandboxed = run(SandboxedExecutor(), [sys.executable, "-c", probe], tmp_path)
+        assert "connected" not in sandboxed.output
+        assert sandboxed.returncode != 0
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="prlimit is not installed")
+def test_writing_a_file_past_the_size_limit_fails(tmp_path: Path) -> None:
+    executor = SandboxedExecutor(SandboxPolicy(max_file_bytes=1024 * 1024))
+    write = "open('big', 'wb').write(b'x' * (10 * 1024 * 1024))"
+    result = run(executor, [sys.executable, "-c", write], tmp_path)
+    assert result.returncode != 0
+    assert not (tmp_path / "big").exists() or (tmp_path / "big").stat().st_size <= 1024 * 1024
+
+
+def test_the_result_reports_the_command_as_given(tmp_path: Path) -> None:
+    result = run(SandboxedExecutor(), [sys.executable, "-c", "print('hi')"], tmp_path)
+    assert result.ok and "hi" in result.output
+    assert result.argv == [sys.executable, "-c", "print('hi')"]
+
+
+def test_the_executor_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuda_agent_mcp.errors import UsageError
+    from cuda_agent_mcp.executors import default_executor
+
+    monkeypatch.setenv("CUDA_AGENT_EXECUTOR", "sandbox")
+    assert isinstance(default_executor(), SandboxedExecutor)
+    monkeypatch.delenv("CUDA_AGENT_EXECUTOR")
+    assert isinstance(default_executor(), LocalExecutor)
+    monkeypatch.setenv("CUDA_AGENT_EXECUTOR", "docker")
+    with pytest.raises(UsageError, match="'local' or 'sandbox'"):
+        default_executor()
