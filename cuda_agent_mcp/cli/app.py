@@ -25,6 +25,7 @@ from rich.progress import (
 from cuda_agent_mcp.build import BuildProgress
 from cuda_agent_mcp.cli import render
 from cuda_agent_mcp.errors import CudaAgentError, InfraError
+from cuda_agent_mcp.results import ProfileResult, VerifyResult
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import (
     CompileRequest,
@@ -209,11 +210,7 @@ def verify_command(
     """Build, then check ModelNew against Model in a separate worker process. Exit 1 unless it passes."""
     request = VerifyRequest(trials=trials, strict=strict, device=device, audit=audit)  # type: ignore[arg-type]
     result = _run_validated(lambda: verify_kernels(Session.open(directory), request))
-    _emit_json(result) if json else render.verdict_report(
-        "verify", result.verdict, out, extra=render.verify_lines(result)
-    )
-    if result.verdict.status != "passed":
-        raise typer.Exit(1)
+    _finish("verify", result, render.verify_lines(result), as_json=json)
 
 
 @app.command("profile")
@@ -227,11 +224,7 @@ def profile_command(
     result = _run_validated(
         lambda: profile_kernels(Session.open(directory), ProfileRequest(baselines=baselines, device=device))  # type: ignore[arg-type]
     )
-    _emit_json(result) if json else render.verdict_report(
-        "profile", result.verdict, out, extra=render.profile_lines(result)
-    )
-    if result.verdict.status != "passed":
-        raise typer.Exit(1)
+    _finish("profile", result, render.profile_lines(result), as_json=json)
 
 
 @app.command("eval")
@@ -257,6 +250,13 @@ def eval_command(
             )
         out.print(f"reward ({result.reward_schedule}): [bold]{result.reward:g}[/]")
     if result.reward < 0:
+        raise typer.Exit(1)
+
+
+def _finish(title: str, result: VerifyResult | ProfileResult, lines: list[str], *, as_json: bool) -> None:
+    """Print a verify or profile result; exit 1 unless its verdict passed."""
+    _emit_json(result) if as_json else render.verdict_report(title, result.verdict, out, extra=lines)
+    if result.verdict.status != "passed":
         raise typer.Exit(1)
 
 

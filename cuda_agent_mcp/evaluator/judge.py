@@ -15,11 +15,11 @@ import shutil
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
-from cuda_agent_mcp.evaluator.compare import check_outputs, errors, unchanged
+from cuda_agent_mcp.evaluator.compare import Problem, check_outputs, errors, unchanged
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
 from cuda_agent_mcp.evaluator.ops import forbidden_ops
 from cuda_agent_mcp.evaluator.protocol import (
@@ -260,15 +260,7 @@ class Judge:
                     actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
                 )
                 if problem is not None:
-                    if problem.check is not None:
-                        return ContractViolation(check=problem.check, trial=trial, message=problem.message)
-                    return WrongOutput(
-                        phase="verify",
-                        trial=trial,
-                        distribution=distribution,
-                        message=problem.message,
-                        mismatch=problem.mismatch,
-                    )
+                    return _verdict_for(problem, "verify", trial, distribution)
                 for index, (before, after) in enumerate(zip(pristine, seen, strict=True)):
                     if isinstance(before, torch.Tensor) and not unchanged(before, after):
                         return ContractViolation(
@@ -332,15 +324,7 @@ class Judge:
                 actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
             )
             if problem is not None:
-                raise VerdictReached(
-                    WrongOutput(
-                        phase="timed",
-                        trial=calls - 1,
-                        distribution="task",
-                        message=problem.message,
-                        mismatch=problem.mismatch,
-                    )
-                )
+                raise VerdictReached(_verdict_for(problem, "timed", calls - 1, "task"))
             ping_started = time.perf_counter()
             self._ask(worker, ReleaseRequest(), "call", timeout_s)
             round_trips.append((time.perf_counter() - ping_started) * 1e3)
@@ -478,6 +462,21 @@ def run_job(
             if leftover is not None:
                 leftover.close()
         remove_shm_files(tag)
+
+
+def _verdict_for(
+    problem: Problem, phase: Literal["verify", "timed"], trial: int, distribution: str
+) -> ContractViolation | WrongOutput:
+    """The same output problem gets the same verdict whether found while verifying or while timing."""
+    if problem.check is not None:
+        return ContractViolation(check=problem.check, trial=trial, message=problem.message)
+    return WrongOutput(
+        phase=phase,
+        trial=trial,
+        distribution=distribution,
+        message=problem.message,
+        mismatch=problem.mismatch,
+    )
 
 
 def _import_reference(path: Path) -> ModuleType:
