@@ -13,7 +13,8 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -263,12 +264,20 @@ async def run_judge(
         )
         (scratch / "job.json").write_text(job.model_dump_json())
         report_path = scratch / "report.json"
-        result = await session.executor.run(
-            [sys.executable, "-m", "cuda_agent_mcp.evaluator", str(scratch / "job.json"), str(report_path)],
-            cwd=scratch,
-            limits=ProcessLimits(timeout_s=timeout_s),
-            env=scrubbed_env({"PYTHONPATH": child_python_path(), **_gpu_selection()}),
-        )
+        # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
+        async with _gpu_lease(session, exclusive=mode == "profile", device=device) as gpu:
+            result = await session.executor.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "cuda_agent_mcp.evaluator",
+                    str(scratch / "job.json"),
+                    str(report_path),
+                ],
+                cwd=scratch,
+                limits=ProcessLimits(timeout_s=timeout_s),
+                env=scrubbed_env({"PYTHONPATH": child_python_path(), **_gpu_selection(gpu)}),
+            )
         if result.timed_out:
             raise JudgeFailed(f"the {mode} job took longer than {timeout_s:.0f} s")
         if not report_path.exists():
@@ -296,9 +305,21 @@ def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
     shutil.copy(build.extension_path, target / f"{EXTENSION_NAME}.so")
 
 
-def _gpu_selection() -> dict[str, str]:
-    """Keep the caller's choice of GPU for the judge and its workers."""
+def _gpu_selection(leased: int | None) -> dict[str, str]:
+    """The leased GPU, else the caller's own choice of GPU, for the judge and its workers."""
+    if leased is not None:
+        return {"CUDA_VISIBLE_DEVICES": str(leased)}
     return {k: v for k in ("CUDA_VISIBLE_DEVICES",) if (v := os.environ.get(k)) is not None}
+
+
+@asynccontextmanager
+async def _gpu_lease(session: Session, *, exclusive: bool, device: str) -> AsyncIterator[int | None]:
+    """A lease from the session's scheduler (shared by every session of a server or trainer), if any."""
+    if session.scheduler is None or device != "cuda":
+        yield None
+        return
+    async with session.scheduler.lease(session.id, exclusive=exclusive) as lease:
+        yield lease.gpu
 
 
 def _scratch_root(session: Session) -> Path:

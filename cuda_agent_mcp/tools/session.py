@@ -16,6 +16,7 @@ from cuda_agent_mcp.build import (
     discover_toolchain,
 )
 from cuda_agent_mcp.executors import Executor, default_executor
+from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.workspace import Workspace
 
@@ -29,6 +30,8 @@ class Session:
     executor: Executor = field(default_factory=default_executor)
     cache_dir: Path = field(default_factory=default_cache_dir)
     build_limits: BuildLimits = field(default_factory=BuildLimits)
+    # One scheduler per process, shared by all its sessions; None (a CLI run) means no leasing.
+    scheduler: GpuScheduler | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     _builder: Builder | None = field(default=None, init=False, repr=False)
 

@@ -159,3 +159,23 @@ def test_pytorch_compute_hidden_in_a_helper_module_is_caught_at_run_time(session
     assert result.verdict.reason == "forbidden_op"
     assert result.verdict.findings[0].rule == "runtime_op"
     assert "aten::relu" in result.verdict.message
+
+
+def test_gpu_evaluations_of_a_session_with_a_scheduler_hold_a_lease_on_the_gpu_they_run_on(
+    session: Session,
+) -> None:
+    from cuda_agent_mcp.executors.scheduler import GpuScheduler
+    from cuda_agent_mcp.tools.evaluate import _gpu_lease, _gpu_selection
+
+    session.scheduler = GpuScheduler([3])
+
+    async def main() -> None:
+        async with _gpu_lease(session, exclusive=True, device="cuda") as gpu:
+            assert gpu == 3
+            assert session.scheduler is not None and session.scheduler.status() == {3: "exclusive"}
+            assert _gpu_selection(gpu) == {"CUDA_VISIBLE_DEVICES": "3"}
+        async with _gpu_lease(session, exclusive=False, device="cpu") as gpu:
+            assert gpu is None
+        assert session.scheduler is not None and session.scheduler.status() == {3: "idle"}
+
+    anyio.run(main)

@@ -1,0 +1,120 @@
+"""GPU leases: exclusivity for timing, bounded sharing, fairness between sessions, visible queue places."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from cuda_agent_mcp.executors.scheduler import GpuScheduler, QueueStatus
+
+
+def test_two_timed_jobs_never_hold_the_same_gpu_at_once() -> None:
+    scheduler = GpuScheduler([0])
+    active: list[str] = []
+    overlaps: list[tuple[str, ...]] = []
+
+    async def timed(owner: str) -> None:
+        async with scheduler.lease(owner, exclusive=True):
+            active.append(owner)
+            overlaps.append(tuple(active))
+            await anyio.sleep(0.01)
+            active.remove(owner)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for owner in ("a", "b", "c", "a", "b"):
+                group.start_soon(timed, owner)
+
+    anyio.run(main)
+    assert all(len(snapshot) == 1 for snapshot in overlaps)
+    assert len(overlaps) == 5
+
+
+def test_correctness_jobs_share_a_gpu_up_to_the_limit_and_block_timing() -> None:
+    scheduler = GpuScheduler([0], shared_slots=2)
+    seen: list[dict[int, str]] = []
+
+    async def main() -> None:
+        async with scheduler.lease("a", exclusive=False), scheduler.lease("b", exclusive=False):
+            seen.append(scheduler.status())
+            with anyio.move_on_after(0.05) as waiting:
+                async with scheduler.lease("c", exclusive=True):
+                    pass
+            assert waiting.cancelled_caught  # timing waits while anything shares the GPU
+        async with scheduler.lease("c", exclusive=True):
+            seen.append(scheduler.status())
+        seen.append(scheduler.status())
+
+    anyio.run(main)
+    assert seen == [{0: "shared:2"}, {0: "exclusive"}, {0: "idle"}]
+
+
+def test_sessions_take_turns_instead_of_first_come_first_served() -> None:
+    scheduler = GpuScheduler([0])
+    order: list[str] = []
+
+    async def job(owner: str, started: anyio.Event | None = None) -> None:
+        async with scheduler.lease(owner, exclusive=True):
+            if started:
+                started.set()
+            order.append(owner)
+            await anyio.sleep(0.01)
+
+    async def main() -> None:
+        first = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(job, "busy", first)
+            await first.wait()
+            for _ in range(3):
+                group.start_soon(job, "busy")  # a session that queues three more jobs
+                await anyio.sleep(0)
+            group.start_soon(job, "other")  # arrives last
+
+    anyio.run(main)
+    assert order[:2] == ["busy", "other"], order
+
+
+def test_waiters_are_told_their_place_and_see_it_advance() -> None:
+    scheduler = GpuScheduler([0])
+    places: list[int] = []
+
+    async def main() -> None:
+        async with scheduler.lease("holder", exclusive=True), anyio.create_task_group() as group:
+            group.start_soon(wait_in_line, "x")
+            await anyio.sleep(0.01)
+            group.start_soon(wait_in_line, "y", places.append)
+            await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
+
+    async def wait_in_line(owner: str, report=None) -> None:  # type: ignore[no-untyped-def]
+        async with scheduler.lease(
+            owner, exclusive=True, on_wait=(lambda s: report(s.position)) if report else None
+        ):
+            await anyio.sleep(1)
+
+    anyio.run(main)
+    assert places == [2]
+
+
+def test_a_cancelled_waiter_leaves_the_queue_and_the_next_one_is_served() -> None:
+    scheduler = GpuScheduler([0, 1])
+    gpus: list[int] = []
+
+    async def main() -> None:
+        async with scheduler.lease("a", exclusive=True) as first:
+            gpus.append(first.gpu)
+            async with scheduler.lease("b", exclusive=True) as second:
+                gpus.append(second.gpu)
+                with anyio.move_on_after(0.02):
+                    async with scheduler.lease("c", exclusive=True):
+                        pytest.fail("no GPU was free")
+        async with scheduler.lease("d", exclusive=True) as third:
+            gpus.append(third.gpu)
+        statuses: list[QueueStatus] = []
+        async with scheduler.lease("e", exclusive=False, on_wait=statuses.append):
+            pass
+        assert statuses == []  # served at once: never waited
+
+    anyio.run(main)
+    assert sorted(gpus[:2]) == [0, 1] and gpus[2] in (0, 1)
+    assert scheduler.status() == {0: "idle", 1: "idle"}
