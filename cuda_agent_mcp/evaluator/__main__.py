@@ -30,7 +30,7 @@ def main() -> None:
         # Start the candidate's worker before this process imports torch: the two imports overlap.
         spawned = WorkerProcess(Path(scratch), env)
         try:
-            from cuda_agent_mcp.evaluator.judge import run_job
+            from cuda_agent_mcp.evaluator.run import run_job
 
             report = run_job(job, Path(scratch), env, spawned)
             code = 0

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import base64
 import importlib.util
-import json
 import pickle
 import secrets
-import shutil
 import time
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +18,7 @@ from typing import Any, Literal
 import torch
 
 from cuda_agent_mcp.evaluator.compare import Problem, check_outputs, errors, unchanged
-from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
+from cuda_agent_mcp.evaluator.job import EvalJob
 from cuda_agent_mcp.evaluator.ops import forbidden_ops
 from cuda_agent_mcp.evaluator.protocol import (
     CallRequest,
@@ -30,11 +28,10 @@ from cuda_agent_mcp.evaluator.protocol import (
     LoadRequest,
     ReleaseRequest,
 )
-from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, TensorRef, release_shm, remove_shm_files, shm_tag
+from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
 from cuda_agent_mcp.evaluator.timing import (
     disagrees,
     median_rse,
-    physical_floor_ms,
     summarize,
     systematic_excess,
 )
@@ -381,88 +378,6 @@ class Judge:
             )
         return summarize(samples, disagreements), sum(e.numel() * e.element_size() for e in expected)
 
-    def baselines(self) -> tuple[TimingStats | None, TimingStats | None, bool]:
-        """Eager and torch.compile timings of the reference, from the cache or measured in clean workers."""
-        job = self.job
-        if job.baselines == "skip":
-            return None, None, False
-        cache = Path(job.baseline_cache_path) if job.baseline_cache_path else None
-        key = f"{job.baseline_key}:{torch.cuda.get_device_name(self.device) if self.device.type == 'cuda' else 'cpu'}:{torch.__version__}"
-        if job.baselines == "cached" and cache is not None:
-            entry = _read_cache(cache).get(key)
-            if entry:
-                return (
-                    TimingStats.model_validate(entry["eager"]),
-                    TimingStats.model_validate(entry["compiled"]),
-                    True,
-                )
-        directory = self.scratch / "baseline"
-        directory.mkdir(exist_ok=True)
-        shutil.copy(job.reference_path, directory / "model.py")
-        results = []
-        for compile_model in (False, True):
-            worker = self.start_worker(directory, "model", "Model", compile_model=compile_model)
-            try:
-                timeout = job.timeouts.compile_load_s if compile_model else job.timeouts.call_s
-                results.append(self.time_worker(worker, timeout)[0])
-            finally:
-                worker.close()
-        eager, compiled = results
-        if cache is not None:
-            data = _read_cache(cache)
-            data[key] = {"eager": eager.model_dump(), "compiled": compiled.model_dump()}
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            temporary = cache.with_suffix(f".{secrets.token_hex(6)}.tmp")
-            temporary.write_text(json.dumps(data, indent=1))
-            temporary.replace(cache)
-        return eager, compiled, False
-
-
-def run_job(
-    job: EvalJob, scratch: Path, env: dict[str, str], spawned: WorkerProcess | None = None
-) -> JudgeReport:
-    """Run one verify or profile job to a report. Candidate faults are verdicts; judge faults raise.
-    `spawned` is a worker started before the judge imported torch (see __main__)."""
-    tag = env.get(SHM_TAG_ENV) or shm_tag()
-    judge = Judge(job, scratch, {**env, SHM_TAG_ENV: tag})
-    gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
-    worker: WorkerProcess | None = None
-    try:
-        worker = judge.start_worker(Path(job.candidate_dir), "model_new", "ModelNew", spawned=spawned)
-        spawned = None
-        if job.mode == "verify":
-            verdict = judge.verify(worker)
-            return JudgeReport(verdict=verdict, distributions=judge.distributions_used, gpu=gpu)
-        stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s)
-        worker.close()
-        worker = None
-        floor = physical_floor_ms(gpu, out_bytes)
-        if floor is not None and stats.median_ms < 0.5 * floor:
-            raise VerdictReached(
-                Rejected(
-                    reason="below_physical_floor",
-                    message=f"median {stats.median_ms:.4f} ms is below half the time needed just to write the "
-                    f"outputs at peak bandwidth ({floor:.4f} ms)",
-                )
-            )
-        eager, compiled, cached = judge.baselines()
-        return JudgeReport(
-            verdict=Passed(trials=stats.samples, max_abs_error=0.0, max_rel_error=0.0),
-            candidate=stats,
-            eager=eager,
-            compiled=compiled,
-            baselines_cached=cached,
-            physical_floor_ms=floor,
-            gpu=gpu,
-        )
-    except VerdictReached as reached:
-        return JudgeReport(verdict=reached.verdict, distributions=judge.distributions_used, gpu=gpu)
-    finally:
-        for leftover in (worker, spawned):
-            if leftover is not None:
-                leftover.close()
-        remove_shm_files(tag)
-
 
 def _verdict_for(
     problem: Problem, phase: Literal["verify", "timed"], trial: int, distribution: str
@@ -489,11 +404,3 @@ def _import_reference(path: Path) -> ModuleType:
 
 def _to_cpu(values: list[Any]) -> list[Any]:
     return [v.cpu() if isinstance(v, torch.Tensor) else v for v in values]
-
-
-def _read_cache(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

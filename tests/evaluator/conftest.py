@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
-from cuda_agent_mcp.evaluator.judge import run_job
+from cuda_agent_mcp.evaluator.run import run_job
 
 REFERENCE = """
 import torch

@@ -1,0 +1,61 @@
+"""One verify or profile job, from the job description to the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from cuda_agent_mcp.evaluator.baselines import measure_baselines
+from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
+from cuda_agent_mcp.evaluator.judge import Judge, VerdictReached
+from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_shm_files, shm_tag
+from cuda_agent_mcp.evaluator.timing import physical_floor_ms
+from cuda_agent_mcp.evaluator.worker_client import WorkerProcess
+from cuda_agent_mcp.results import Passed, Rejected
+
+
+def run_job(
+    job: EvalJob, scratch: Path, env: dict[str, str], spawned: WorkerProcess | None = None
+) -> JudgeReport:
+    """Run one verify or profile job to a report. Candidate faults are verdicts; judge faults raise.
+    `spawned` is a worker started before the judge imported torch (see __main__)."""
+    tag = env.get(SHM_TAG_ENV) or shm_tag()
+    judge = Judge(job, scratch, {**env, SHM_TAG_ENV: tag})
+    gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
+    worker: WorkerProcess | None = None
+    try:
+        worker = judge.start_worker(Path(job.candidate_dir), "model_new", "ModelNew", spawned=spawned)
+        spawned = None
+        if job.mode == "verify":
+            verdict = judge.verify(worker)
+            return JudgeReport(verdict=verdict, distributions=judge.distributions_used, gpu=gpu)
+        stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s)
+        worker.close()
+        worker = None
+        floor = physical_floor_ms(gpu, out_bytes)
+        if floor is not None and stats.median_ms < 0.5 * floor:
+            raise VerdictReached(
+                Rejected(
+                    reason="below_physical_floor",
+                    message=f"median {stats.median_ms:.4f} ms is below half the time needed just to write the "
+                    f"outputs at peak bandwidth ({floor:.4f} ms)",
+                )
+            )
+        eager, compiled, cached = measure_baselines(judge)
+        return JudgeReport(
+            verdict=Passed(trials=stats.samples, max_abs_error=0.0, max_rel_error=0.0),
+            candidate=stats,
+            eager=eager,
+            compiled=compiled,
+            baselines_cached=cached,
+            physical_floor_ms=floor,
+            gpu=gpu,
+        )
+    except VerdictReached as reached:
+        return JudgeReport(verdict=reached.verdict, distributions=judge.distributions_used, gpu=gpu)
+    finally:
+        for leftover in (worker, spawned):
+            if leftover is not None:
+                leftover.close()
+        remove_shm_files(tag)
