@@ -12,4 +12,4 @@ EXTENSION_NAME = "cuda_extension"
 @cache
 def harness_text(name: str) -> str:
     """Contents of one packaged harness file (binding.cpp, binding_registry.h, SKILL.md, templates)."""
-    return resources.files("cuda_agent_mcp.workspace").joinpath("harness", name).read_text(encoding="utf-8")
+    return resources.files("cuda_agent_mcp.workspace").joinpath("pristine", name).read_text(encoding="utf-8")

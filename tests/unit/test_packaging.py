@@ -1,0 +1,21 @@
+"""The wheel carries every bundled example source (pyproject lists them one by one, so build outputs in
+examples/ stay out): a new example file that is not listed fails here."""
+
+from __future__ import annotations
+
+import tomllib
+
+from tests.conftest import EXAMPLES, REPO
+
+
+def test_every_example_source_is_in_the_wheel_and_nothing_else() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    listed = set(config["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"])
+    sources = {
+        path.relative_to(REPO).as_posix()
+        for path in EXAMPLES.rglob("*")
+        if path.is_file()
+        and path.suffix in (".py", ".cu", ".cpp", ".h", ".cuh", ".md")
+        and "__pycache__" not in path.parts
+    }
+    assert listed == sources
