@@ -79,21 +79,30 @@ def test_waiters_are_told_their_place_and_see_it_advance() -> None:
     places: list[int] = []
 
     async def main() -> None:
-        async with scheduler.lease("holder", exclusive=True), anyio.create_task_group() as group:
-            group.start_soon(wait_in_line, "x")
-            await anyio.sleep(0.01)
-            group.start_soon(wait_in_line, "y", places.append)
-            await anyio.sleep(0.01)
-            group.cancel_scope.cancel()
+        async with scheduler.lease("holder", exclusive=True):
+            first_in_line = anyio.CancelScope()
 
-    async def wait_in_line(owner: str, report=None) -> None:  # type: ignore[no-untyped-def]
-        async with scheduler.lease(
-            owner, exclusive=True, on_wait=(lambda s: report(s.position)) if report else None
-        ):
-            await anyio.sleep(1)
+            async def x_waits() -> None:
+                with first_in_line:
+                    async with scheduler.lease("x", exclusive=True):
+                        pass
+
+            async def y_waits() -> None:
+                async with scheduler.lease("y", exclusive=True, on_wait=lambda s: places.append(s.position)):
+                    pass
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(x_waits)
+                await anyio.sleep(0.01)
+                group.start_soon(y_waits)
+                await anyio.sleep(0.01)
+                assert places == [2]
+                first_in_line.cancel()  # x gives up: y moves up
+                await anyio.sleep(0.01)
+                assert places == [2, 1]
+                group.cancel_scope.cancel()
 
     anyio.run(main)
-    assert places == [2]
 
 
 def test_a_cancelled_waiter_leaves_the_queue_and_the_next_one_is_served() -> None:
