@@ -19,9 +19,17 @@ from typing import Literal
 from pydantic import BaseModel
 
 from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, FrameError, parse_reply, write_frame
+from cuda_agent_mcp.executors.sandboxed import available_isolation
 
 LOG_TAIL_BYTES = 4000
 _HEADER_BYTES = 4
+
+
+def _no_network() -> list[str]:
+    """Run the worker in a fresh network namespace where the kernel allows it: candidate code gets no
+    network at all. (CUDA and CUDA IPC with the judge work across it; measured on the H200.) unshare
+    execs the worker in place, so its pid, process group and inherited pipes are unchanged."""
+    return ["unshare", "--net", "--"] if "network" in available_isolation() else []
 
 
 class WorkerLost(Exception):
@@ -46,7 +54,14 @@ class WorkerProcess:
         environment = {**env, "PYTHONPATH": python_path, "PYTHONDONTWRITEBYTECODE": "1"}
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "cuda_agent_mcp.worker", str(request_read), str(reply_write)],
+                [
+                    *_no_network(),
+                    sys.executable,
+                    "-m",
+                    "cuda_agent_mcp.worker",
+                    str(request_read),
+                    str(reply_write),
+                ],
                 pass_fds=(request_read, reply_write),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
