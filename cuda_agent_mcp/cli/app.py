@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -108,7 +109,7 @@ def tasks_show(
 ) -> None:
     """Show one task: metadata, input shapes, reference source."""
     catalog = _catalog(tasks)
-    with err.status("inspecting the task", spinner="dots") if inspect and not json else _nullcontext():
+    with err.status("inspecting the task", spinner="dots") if inspect and not json else nullcontext():
         details = _run(lambda: show_task(catalog, task, inspect=inspect))
     _emit_json(details) if json else out.print(render.task_details(details, show_code=code))
 
@@ -266,14 +267,6 @@ def _run_validated(work: Callable[[], Awaitable[T]]) -> T:
     except ValueError as exc:  # a request model refused an option before anything ran
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, FrameError, parse_reply, write_frame
+from cuda_agent_mcp.executors.local import child_python_path
 from cuda_agent_mcp.executors.sandboxed import available_isolation
 
 LOG_TAIL_BYTES = 4000
@@ -49,8 +50,7 @@ class WorkerProcess:
         self.log_path = scratch / f"worker-{time.monotonic_ns()}.log"
         request_read, self._request_write = os.pipe()
         self._reply_read, reply_write = os.pipe()
-        package_parent = str(Path(__file__).resolve().parents[2])
-        python_path = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
+        python_path = child_python_path(env.get("PYTHONPATH", ""))
         environment = {**env, "PYTHONPATH": python_path, "PYTHONDONTWRITEBYTECODE": "1"}
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(

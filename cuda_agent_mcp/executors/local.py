@@ -36,11 +36,12 @@ def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def child_python_path() -> str:
-    """PYTHONPATH for our own child interpreters: this copy of the package first, then whatever the
-    caller's environment adds (so a child finds the same dependencies the parent runs with)."""
+def child_python_path(base: str | None = None) -> str:
+    """PYTHONPATH for our own child interpreters: this copy of the package first, then `base` (by default
+    this process's PYTHONPATH), so a child finds the same dependencies the parent runs with."""
     package_parent = str(Path(__file__).resolve().parents[2])
-    return os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
+    inherited = os.environ.get("PYTHONPATH") if base is None else base
+    return os.pathsep.join(filter(None, [package_parent, inherited]))
 
 
 class _OutputCollector:
