@@ -86,6 +86,8 @@ async def run(edits: int, repeats: int) -> dict[str, object]:
         "build_s": round(build_s, 3),
         "verify_s": round(verify_s, 3),
         "verify_includes_build_check_s": True,
+        "verify_phases_s": verified.phases_s,
+        "profile_cached_phases_s": cached.phases_s,
         "profile_with_baseline_measurement_s": round(first_profile_s, 3),
         "profile_with_cached_baselines_s": round(cached_profile_s, 3),
         "round_trip_after_cu_edit_s": [round(t, 3) for t in round_trips],

@@ -196,6 +196,7 @@ class VerifyResult(_Frozen):
     trials: int
     distributions: list[str]
     wall_s: float
+    phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
 
 
 class ProfileResult(_Frozen):
@@ -214,6 +215,7 @@ class ProfileResult(_Frozen):
         False, description="the candidate's CV stayed above the limit after a re-measure"
     )
     wall_s: float
+    phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
 
 
 class EvalResult(_Frozen):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from cuda_agent_mcp.results import Crashed
 
 
 def main() -> None:
+    started = time.perf_counter()
     job_path, report_path = Path(sys.argv[1]), Path(sys.argv[2])
     job = EvalJob.model_validate_json(job_path.read_text())
     job_path.unlink()  # the verify seeds are in it; a worker that found the path must find nothing
@@ -32,7 +34,11 @@ def main() -> None:
         try:
             from cuda_agent_mcp.evaluator.run import run_job
 
+            ready_s = time.perf_counter() - started  # interpreter, torch and our imports
             report = run_job(job, Path(scratch), env, spawned)
+            report = report.model_copy(
+                update={"phases_s": {"judge_imports": round(ready_s, 4), **report.phases_s}}
+            )
             code = 0
         except Exception as exc:  # the judge's own failure: reported, never scored
             detail = "".join(traceback.format_exception(exc))[-4000:]

@@ -67,4 +67,5 @@ class JudgeReport(BaseModel):
     baselines_cached: bool = False
     physical_floor_ms: float | None = None
     gpu: str = ""
+    phases_s: dict[str, float] = Field(default_factory=dict, description="wall time per phase of the job")
     infra_error: str | None = Field(None, description="set when the judge itself failed; never scored")

@@ -20,6 +20,7 @@ import torch
 from cuda_agent_mcp.evaluator.compare import Problem, check_outputs, errors, unchanged
 from cuda_agent_mcp.evaluator.job import EvalJob
 from cuda_agent_mcp.evaluator.ops import forbidden_ops
+from cuda_agent_mcp.evaluator.phases import PhaseClock
 from cuda_agent_mcp.evaluator.protocol import (
     CallRequest,
     CallResult,
@@ -68,18 +69,24 @@ class Judge:
         self.scratch = scratch
         self.env = env
         self.device = torch.device(job.device)
-        self.reference = _import_reference(Path(job.reference_path))
-        torch.manual_seed(job.init_seed)
-        with torch.device(self.device):
-            self.init_args = list(self.reference.get_init_inputs())
-            self.model = self.reference.Model(*self.init_args).to(self.device).eval()
-        self.state = {k: v.detach().contiguous() for k, v in self.model.state_dict().items()}
+        self.clock = PhaseClock()
+        with self.clock.phase("reference_setup"):
+            self.reference = _import_reference(Path(job.reference_path))
+            torch.manual_seed(job.init_seed)
+            with torch.device(self.device):
+                self.init_args = list(self.reference.get_init_inputs())
+                self.model = self.reference.Model(*self.init_args).to(self.device).eval()
+            self.state = {k: v.detach().contiguous() for k, v in self.model.state_dict().items()}
         self.distributions_used: list[str] = []
         self._persistent: dict[int, tuple[torch.Tensor, TensorRef]] = {}
 
     # -- inputs and reference ------------------------------------------------------------------
 
     def make_inputs(self, seed: int, distribution: str) -> list[Any]:
+        with self.clock.phase("inputs"):
+            return self._make_inputs(seed, distribution)
+
+    def _make_inputs(self, seed: int, distribution: str) -> list[Any]:
         torch.manual_seed(seed)
         with torch.device(self.device):
             inputs = [
@@ -95,9 +102,10 @@ class Judge:
         return inputs
 
     def reference_outputs(self, inputs: list[Any]) -> tuple[str, list[torch.Tensor]]:
-        clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        with torch.no_grad():
-            output = self.model(*clones)
+        with self.clock.phase("reference"):
+            clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            with torch.no_grad():
+                output = self.model(*clones)
         if isinstance(output, torch.Tensor):
             return "tensor", [output]
         return ("tuple" if isinstance(output, tuple) else "list"), list(output)
@@ -127,7 +135,8 @@ class Judge:
             device=self.job.device,
         )
         try:
-            reply = self._ask(worker, request, "load", self.job.timeouts.load_s)
+            with self.clock.phase("worker_load"):
+                reply = self._ask(worker, request, "load", self.job.timeouts.load_s)
         finally:
             for ref in state.values():
                 release_shm(ref)
@@ -169,18 +178,21 @@ class Judge:
         started = time.perf_counter()
         reply = self._ask(worker, request, "call", timeout_s)
         judge_ms = (time.perf_counter() - started) * 1e3
+        self.clock.add("candidate_calls", judge_ms / 1e3)
         if not isinstance(reply, CallResult):
             raise VerdictReached(
                 Crashed(phase="call", kind="protocol", message=f"unexpected reply {reply.op}")
             )
         try:
-            limit = 4 * out_bytes + (1 << 20)
-            copies = [open_ref(r, max_bytes=limit).clone() for r in reply.outputs]
+            with self.clock.phase("output_copy"):
+                limit = 4 * out_bytes + (1 << 20)
+                copies = [open_ref(r, max_bytes=limit).clone() for r in reply.outputs]
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
         except TransportError as exc:
             raise VerdictReached(ContractViolation(check="transport", trial=0, message=str(exc))) from None
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        self._ask(worker, ReleaseRequest(), "call", timeout_s)
+        with self.clock.phase("release"):
+            self._ask(worker, ReleaseRequest(), "call", timeout_s)
         for ref in refs:
             if ref is not None and not persistent:
                 release_shm(ref)
@@ -253,18 +265,24 @@ class Judge:
                             for op in forbidden
                         ],
                     )
-                problem = check_outputs(
-                    actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
-                )
+                with self.clock.phase("compare"):
+                    problem = check_outputs(
+                        actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
+                    )
                 if problem is not None:
                     return _verdict_for(problem, "verify", trial, distribution)
-                for index, (before, after) in enumerate(zip(pristine, seen, strict=True)):
-                    if isinstance(before, torch.Tensor) and not unchanged(before, after):
-                        return ContractViolation(
-                            check="input_mutated",
-                            trial=trial,
-                            message=f"input {index} was modified by forward()",
-                        )
+                with self.clock.phase("compare"):
+                    mutated = [
+                        index
+                        for index, (before, after) in enumerate(zip(pristine, seen, strict=True))
+                        if isinstance(before, torch.Tensor) and not unchanged(before, after)
+                    ]
+                if mutated:
+                    return ContractViolation(
+                        check="input_mutated",
+                        trial=trial,
+                        message=f"input {mutated[0]} was modified by forward()",
+                    )
                 if attempt == 0:
                     first = actual
                 elif check_outputs(
@@ -317,9 +335,10 @@ class Judge:
                 persistent=True,
             )
             calls += 1
-            problem = check_outputs(
-                actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
-            )
+            with self.clock.phase("compare"):
+                problem = check_outputs(
+                    actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
+                )
             if problem is not None:
                 raise VerdictReached(_verdict_for(problem, "timed", calls - 1, "task"))
             ping_started = time.perf_counter()

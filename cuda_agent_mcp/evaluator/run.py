@@ -29,7 +29,12 @@ def run_job(
         spawned = None
         if job.mode == "verify":
             verdict = judge.verify(worker)
-            return JudgeReport(verdict=verdict, distributions=judge.distributions_used, gpu=gpu)
+            return JudgeReport(
+                verdict=verdict,
+                distributions=judge.distributions_used,
+                gpu=gpu,
+                phases_s=judge.clock.as_dict(),
+            )
         stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s)
         worker.close()
         worker = None
@@ -42,7 +47,8 @@ def run_job(
                     f"outputs at peak bandwidth ({floor:.4f} ms)",
                 )
             )
-        eager, compiled, cached = measure_baselines(judge)
+        with judge.clock.phase("baselines"):
+            eager, compiled, cached = measure_baselines(judge)
         return JudgeReport(
             verdict=Passed(trials=stats.samples, max_abs_error=0.0, max_rel_error=0.0),
             candidate=stats,
@@ -51,9 +57,15 @@ def run_job(
             baselines_cached=cached,
             physical_floor_ms=floor,
             gpu=gpu,
+            phases_s=judge.clock.as_dict(),
         )
     except VerdictReached as reached:
-        return JudgeReport(verdict=reached.verdict, distributions=judge.distributions_used, gpu=gpu)
+        return JudgeReport(
+            verdict=reached.verdict,
+            distributions=judge.distributions_used,
+            gpu=gpu,
+            phases_s=judge.clock.as_dict(),
+        )
     finally:
         for leftover in (worker, spawned):
             if leftover is not None:

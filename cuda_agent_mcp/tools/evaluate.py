@@ -131,6 +131,7 @@ async def verify_kernels(
         trials=request.trials,
         distributions=report.distributions,
         wall_s=round(time.monotonic() - started, 3),
+        phases_s={"build": build.wall_s, **report.phases_s},
     )
 
 
@@ -182,6 +183,7 @@ async def profile_kernels(
         build_key=build.build_key,
         low_confidence=noisy,
         wall_s=round(time.monotonic() - started, 3),
+        phases_s={"build": build.wall_s, **report.phases_s},
     )
 
 
@@ -266,6 +268,7 @@ async def run_judge(
         report_path = scratch / "report.json"
         # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
         async with _gpu_lease(session, exclusive=mode == "profile", device=device) as gpu:
+            judge_started = time.monotonic()
             result = await session.executor.run(
                 [
                     sys.executable,
@@ -285,7 +288,8 @@ async def run_judge(
         report = JudgeReport.model_validate_json(report_path.read_text())
         if report.infra_error:
             raise JudgeFailed(f"the judge failed: {report.infra_error[-2000:]}")
-        return report
+        judge_s = round(time.monotonic() - judge_started, 4)
+        return report.model_copy(update={"phases_s": {"judge_process": judge_s, **report.phases_s}})
 
 
 def workspace_candidate(session: Session, build: BuildResult) -> Callable[[Path], None]:
