@@ -56,6 +56,17 @@ class EvalJob(BaseModel):
     baseline_key: str = ""
 
 
+class ServerReady(BaseModel):
+    """The judge server's first frame: imports done, CUDA context made."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    op: Literal["ready"] = "ready"
+    gpu: str
+    torch: str
+    startup_s: float
+
+
 class JudgeReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

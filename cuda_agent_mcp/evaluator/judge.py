@@ -37,7 +37,7 @@ from cuda_agent_mcp.evaluator.timing import (
     systematic_excess,
 )
 from cuda_agent_mcp.evaluator.transport import TransportError, open_ref, share
-from cuda_agent_mcp.evaluator.worker_client import WorkerLost, WorkerProcess
+from cuda_agent_mcp.evaluator.worker_client import WorkerLost, WorkerPool, WorkerProcess
 from cuda_agent_mcp.results import (
     AuditFinding,
     ContractViolation,
@@ -64,10 +64,14 @@ class VerdictReached(Exception):
 class Judge:
     """One evaluation of one candidate against one reference."""
 
-    def __init__(self, job: EvalJob, scratch: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, job: EvalJob, scratch: Path, env: dict[str, str], workers: WorkerPool | None = None
+    ) -> None:
         self.job = job
         self.scratch = scratch
         self.env = env
+        # Without a pool of warm workers, each worker is started when needed.
+        self.workers = workers or WorkerPool(scratch, env, size=0)
         self.device = torch.device(job.device)
         self.clock = PhaseClock()
         with self.clock.phase("reference_setup"):
@@ -148,11 +152,9 @@ class Judge:
         class_name: str,
         *,
         compile_model: bool = False,
-        spawned: WorkerProcess | None = None,
     ) -> WorkerProcess:
-        """Load a model into a worker (a fresh one unless `spawned` was started ahead, so that its
-        interpreter and torch import overlapped the judge's own)."""
-        worker = spawned or WorkerProcess(self.scratch, self.env)
+        """Load a model into a fresh worker (from the pool: its interpreter and torch import are paid)."""
+        worker = self.workers.take()
         state = {k: share(v) for k, v in self.state.items()}
         request = LoadRequest(
             directory=str(directory),

@@ -9,24 +9,23 @@ import torch
 from cuda_agent_mcp.evaluator.baselines import measure_baselines
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
 from cuda_agent_mcp.evaluator.judge import Judge, VerdictReached
-from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_shm_files, shm_tag
+from cuda_agent_mcp.evaluator.refs import remove_shm_files, shm_tag
 from cuda_agent_mcp.evaluator.timing import physical_floor_ms
-from cuda_agent_mcp.evaluator.worker_client import WorkerProcess
+from cuda_agent_mcp.evaluator.worker_client import WorkerPool, WorkerProcess
 from cuda_agent_mcp.results import Passed, Rejected
 
 
 def run_job(
-    job: EvalJob, scratch: Path, env: dict[str, str], spawned: WorkerProcess | None = None
+    job: EvalJob, scratch: Path, env: dict[str, str], workers: WorkerPool | None = None
 ) -> JudgeReport:
     """Run one verify or profile job to a report. Candidate faults are verdicts; judge faults raise.
-    `spawned` is a worker started before the judge imported torch (see __main__)."""
-    tag = env.get(SHM_TAG_ENV) or shm_tag()
-    judge = Judge(job, scratch, {**env, SHM_TAG_ENV: tag})
+    `workers` holds workers started ahead (see server.py); without it each is started when needed."""
+    tag = shm_tag()  # the judge's own shared-memory files (CPU tensors); each worker has its own tag
+    judge = Judge(job, scratch, env, workers)
     gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
     worker: WorkerProcess | None = None
     try:
-        worker = judge.start_worker(Path(job.candidate_dir), "model_new", "ModelNew", spawned=spawned)
-        spawned = None
+        worker = judge.start_worker(Path(job.candidate_dir), "model_new", "ModelNew")
         if job.mode == "verify":
             verdict = judge.verify(worker)
             return JudgeReport(
@@ -67,7 +66,6 @@ def run_job(
             phases_s=judge.clock.as_dict(),
         )
     finally:
-        for leftover in (worker, spawned):
-            if leftover is not None:
-                leftover.close()
+        if worker is not None:
+            worker.close()
         remove_shm_files(tag)

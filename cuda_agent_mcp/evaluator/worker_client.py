@@ -2,6 +2,10 @@
 
 A worker that does not answer in time, closes its pipe or sends a malformed frame is killed together
 with its whole process group; the caller gets a WorkerLost saying which of those happened.
+
+`WorkerPool` keeps workers started ahead of need: each has paid for its interpreter and the torch import
+(about 4 s on the H200) but has not touched CUDA or seen any candidate; each still serves exactly one
+evaluation and is then killed.
 """
 
 from __future__ import annotations
@@ -9,16 +13,20 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
+from collections import deque
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
 from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, FrameError, parse_reply, write_frame
+from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_shm_files
 from cuda_agent_mcp.executors.local import child_python_path
 from cuda_agent_mcp.executors.sandboxed import available_isolation
 
@@ -44,14 +52,23 @@ class WorkerLost(Exception):
 
 
 class WorkerProcess:
-    """One untrusted worker, started fresh for one evaluation."""
+    """One untrusted worker, started fresh for one evaluation, in a directory of its own (its working
+    directory and log; removed on close) and with its own tag for shared-memory file names."""
 
     def __init__(self, scratch: Path, env: dict[str, str]) -> None:
-        self.log_path = scratch / f"worker-{time.monotonic_ns()}.log"
+        self.tag = uuid.uuid4().hex[:12]
+        self.directory = scratch / f"worker-{self.tag}"
+        self.directory.mkdir()
+        self.log_path = self.directory / "worker.log"
         request_read, self._request_write = os.pipe()
         self._reply_read, reply_write = os.pipe()
         python_path = child_python_path(env.get("PYTHONPATH", ""))
-        environment = {**env, "PYTHONPATH": python_path, "PYTHONDONTWRITEBYTECODE": "1"}
+        environment = {
+            **env,
+            "PYTHONPATH": python_path,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            SHM_TAG_ENV: self.tag,
+        }
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 [
@@ -66,7 +83,7 @@ class WorkerProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                cwd=scratch,
+                cwd=self.directory,
                 env=environment,
                 start_new_session=True,
             )
@@ -119,11 +136,17 @@ class WorkerProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
 
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
     def close(self) -> None:
         for fd in (self._request_write, self._reply_read):
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.kill()
+        remove_shm_files(self.tag)
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def log_tail(self) -> str:
         try:
@@ -134,3 +157,30 @@ class WorkerProcess:
                 return log.read().decode("utf-8", errors="replace")
         except OSError:
             return ""
+
+
+class WorkerPool:
+    """Up to `size` fresh workers kept ready; `take` hands one out (or starts one if none is ready)."""
+
+    def __init__(self, scratch: Path, env: dict[str, str], size: int = 2) -> None:
+        self.scratch = scratch
+        self.env = env
+        self.size = size
+        self._ready: deque[WorkerProcess] = deque()
+
+    def fill(self) -> None:
+        """Start workers until `size` are ready. Called between evaluations, never while one is timed."""
+        while len(self._ready) < self.size:
+            self._ready.append(WorkerProcess(self.scratch, self.env))
+
+    def take(self) -> WorkerProcess:
+        while self._ready:
+            worker = self._ready.popleft()
+            if worker.alive:
+                return worker
+            worker.close()
+        return WorkerProcess(self.scratch, self.env)
+
+    def close(self) -> None:
+        while self._ready:
+            self._ready.popleft().close()

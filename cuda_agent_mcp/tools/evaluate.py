@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
@@ -24,8 +23,8 @@ from cuda_agent_mcp.build import ProgressCallback
 from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluator.audit import audit_workspace
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
+from cuda_agent_mcp.evaluator.judge_service import JudgeUnavailable
 from cuda_agent_mcp.evaluator.reward import RewardSchedule, reward
-from cuda_agent_mcp.executors import ProcessLimits
 from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
 from cuda_agent_mcp.results import (
     AuditFinding,
@@ -264,32 +263,19 @@ async def run_judge(
             timeouts=timeouts or Timeouts(),
             op_audit=op_audit,
         )
-        (scratch / "job.json").write_text(job.model_dump_json())
-        report_path = scratch / "report.json"
         # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
         async with _gpu_lease(session, exclusive=mode == "profile", device=device) as gpu:
             judge_started = time.monotonic()
-            result = await session.executor.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "cuda_agent_mcp.evaluator",
-                    str(scratch / "job.json"),
-                    str(report_path),
-                ],
-                cwd=scratch,
-                limits=ProcessLimits(timeout_s=timeout_s),
-                env=scrubbed_env({"PYTHONPATH": child_python_path(), **_gpu_selection(gpu)}),
-            )
-        if result.timed_out:
-            raise JudgeFailed(f"the {mode} job took longer than {timeout_s:.0f} s")
-        if not report_path.exists():
-            raise JudgeFailed(f"the judge exited with status {result.returncode}: {result.output[-2000:]}")
-        report = JudgeReport.model_validate_json(report_path.read_text())
+            env = scrubbed_env({"PYTHONPATH": child_python_path(), **_gpu_selection(gpu)})
+            try:
+                report, startup_s = await session.judges.run(job, env, timeout_s)
+            except JudgeUnavailable as exc:
+                raise JudgeFailed(str(exc)) from None
         if report.infra_error:
             raise JudgeFailed(f"the judge failed: {report.infra_error[-2000:]}")
         judge_s = round(time.monotonic() - judge_started, 4)
-        return report.model_copy(update={"phases_s": {"judge_process": judge_s, **report.phases_s}})
+        phases = {"judge": judge_s, "judge_start": startup_s, **report.phases_s}
+        return report.model_copy(update={"phases_s": phases})
 
 
 def workspace_candidate(session: Session, build: BuildResult) -> Callable[[Path], None]:

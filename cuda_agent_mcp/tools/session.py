@@ -15,6 +15,7 @@ from cuda_agent_mcp.build import (
     detect_arch,
     discover_toolchain,
 )
+from cuda_agent_mcp.evaluator.judge_service import JudgePool, shared_judge_pool
 from cuda_agent_mcp.executors import Executor, default_executor
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import Task
@@ -32,6 +33,8 @@ class Session:
     build_limits: BuildLimits = field(default_factory=BuildLimits)
     # One scheduler per process, shared by all its sessions; None (a CLI run) means no leasing.
     scheduler: GpuScheduler | None = None
+    # Warm judge servers; by default one pool per process, shared by all its sessions.
+    judges: JudgePool = field(default_factory=lambda: shared_judge_pool(default_cache_dir() / "logs"))
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     _builder: Builder | None = field(default=None, init=False, repr=False)
 

@@ -9,6 +9,7 @@ import os
 import sys
 import traceback
 
+from cuda_agent_mcp.evaluator.lifetime import die_with_parent
 from cuda_agent_mcp.evaluator.protocol import (
     CallRequest,
     Failure,
@@ -53,6 +54,7 @@ def serve(request_fd: int, reply_fd: int) -> None:
 
 
 def main() -> None:
+    die_with_parent()  # a judge that dies (or is killed for a timeout) takes its workers with it
     serve(int(sys.argv[1]), int(sys.argv[2]))
 
 

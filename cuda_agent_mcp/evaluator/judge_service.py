@@ -1,0 +1,188 @@
+"""Warm judge servers for the tool layer: start them, hand them jobs under a deadline, keep them for reuse.
+
+No torch here (the tool layer never imports it). A `JudgeServer` is one `python -m cuda_agent_mcp.evaluator`
+process in its own session, spoken to over pipes with blocking reads under `select` deadlines, so it works
+from any thread and any event loop; `JudgePool` keeps idle servers per GPU selection and is shared by every
+session of a process. A server that misses a deadline, dies or talks nonsense is killed (its workers die
+with it) and never reused.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import anyio
+
+from cuda_agent_mcp.errors import InfraError
+from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, ServerReady
+from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, encode
+
+_HEADER_BYTES = 4
+LOG_TAIL_BYTES = 3000
+
+
+class JudgeUnavailable(InfraError):
+    """The judge itself failed, hung or could not start: nothing about the candidate can be concluded."""
+
+    retryable = True
+
+
+class JudgeServer:
+    """One judge process serving one job at a time."""
+
+    def __init__(self, env: Mapping[str, str], log_path: Path, *, start_timeout_s: float = 180.0) -> None:
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        with log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "cuda_agent_mcp.evaluator"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=dict(env),
+                start_new_session=True,
+            )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._requests = self.process.stdin.fileno()
+        self._replies = self.process.stdout.fileno()
+        ready = self._read_frame(started + start_timeout_s, "start")
+        self.startup_s = round(time.monotonic() - started, 3)
+        self.ready = ServerReady.model_validate(json.loads(ready))
+
+    def run(self, job: EvalJob, timeout_s: float) -> JudgeReport:
+        """Send one job and wait for its report; JudgeUnavailable (and the server killed) otherwise."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            os.write(self._requests, encode(job))
+        except OSError as exc:
+            self.kill()
+            raise JudgeUnavailable(f"the judge could not take the job: {exc}{self._log_tail()}") from None
+        body = self._read_frame(deadline, f"{job.mode} job", limit_s=timeout_s)
+        try:
+            return JudgeReport.model_validate_json(body)
+        except ValueError as exc:
+            self.kill()
+            raise JudgeUnavailable(f"the judge sent an invalid report: {str(exc)[:300]}") from None
+
+    def _read_frame(self, deadline: float, what: str, *, limit_s: float | None = None) -> bytes:
+        try:
+            length = int.from_bytes(self._read(_HEADER_BYTES, deadline), "big")
+            if length > MAX_FRAME_BYTES:
+                raise EOFError(f"frame of {length} bytes")
+            return self._read(length, deadline)
+        except TimeoutError:
+            self.kill()
+            limit = f" ({limit_s:.0f} s)" if limit_s is not None else ""
+            raise JudgeUnavailable(f"the {what} took longer than its limit{limit}") from None
+        except EOFError:
+            self.kill()
+            raise JudgeUnavailable(
+                f"the judge exited during the {what} (status {self.process.returncode}){self._log_tail()}"
+            ) from None
+
+    def _read(self, count: int, deadline: float) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self._replies], [], [], remaining)[0]:
+                raise TimeoutError
+            chunk = os.read(self._replies, count - len(chunks))
+            if not chunk:
+                raise EOFError("the judge closed its pipe")
+            chunks += chunk
+        return bytes(chunks)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the server's whole session; its workers die with it (parent-death signal)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def close(self) -> None:
+        """Ask an idle server to finish (EOF), then make sure."""
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def _log_tail(self) -> str:
+        try:
+            text = self.log_path.read_bytes()[-LOG_TAIL_BYTES:].decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return f"; its log ends:\n{text}" if text.strip() else ""
+
+
+class JudgePool:
+    """Idle judge servers by environment (the GPU selection is part of it), reused across jobs."""
+
+    def __init__(self, log_dir: Path, *, max_idle_per_key: int = 1) -> None:
+        self.log_dir = log_dir
+        self.max_idle_per_key = max_idle_per_key
+        self._idle: dict[tuple[tuple[str, str], ...], list[JudgeServer]] = {}
+        self._lock = threading.Lock()
+        self.started = 0
+
+    async def run(self, job: EvalJob, env: Mapping[str, str], timeout_s: float) -> tuple[JudgeReport, float]:
+        """The job's report and how long starting a judge took for it (0 when a warm one was idle)."""
+        return await anyio.to_thread.run_sync(self._run_blocking, job, dict(env), timeout_s)
+
+    def _run_blocking(self, job: EvalJob, env: dict[str, str], timeout_s: float) -> tuple[JudgeReport, float]:
+        key = tuple(sorted(env.items()))
+        with self._lock:
+            idle = self._idle.get(key, [])
+            server = idle.pop() if idle else None
+        startup_s = 0.0
+        if server is None or not server.alive:
+            server = JudgeServer(env, self.log_dir / f"judge-{os.getpid()}-{self.started}.log")
+            self.started += 1
+            startup_s = server.startup_s
+        report = server.run(job, timeout_s)  # kills the server on failure
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < self.max_idle_per_key:
+                idle.append(server)
+                server = None
+        if server is not None:
+            server.close()
+        return report, startup_s
+
+    def close(self) -> None:
+        with self._lock:
+            servers = [s for idle in self._idle.values() for s in idle]
+            self._idle.clear()
+        for server in servers:
+            server.close()
+
+
+_shared: JudgePool | None = None
+
+
+def shared_judge_pool(log_dir: Path) -> JudgePool:
+    """The process's pool (created on first use; its servers are closed at exit)."""
+    global _shared
+    if _shared is None:
+        _shared = JudgePool(log_dir)
+        atexit.register(_shared.close)
+    return _shared

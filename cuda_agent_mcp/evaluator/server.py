@@ -1,0 +1,84 @@
+"""The judge server: a long-lived trusted process that runs one job at a time.
+
+    python -m cuda_agent_mcp.evaluator      (started by `judge_service.JudgeServer`)
+
+Protocol, length-prefixed JSON frames (see protocol.py): the server writes a `ServerReady` once it has
+imported torch and made its CUDA context, then answers each `EvalJob` read from stdin with a
+`JudgeReport` on its original stdout. Everything else it (or a reference's print) writes goes to stderr,
+which the client sends to a log file. EOF on stdin ends it.
+
+It pays the interpreter, the torch import and the CUDA context once, and keeps a `WorkerPool` filled
+between jobs, so a job's candidate starts in a process that is fresh but already warm. A job that
+raises is reported as `infra_error` (never scored) and the server goes on; one that hangs is the
+client's to kill, with the whole server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, ServerReady
+from cuda_agent_mcp.evaluator.protocol import read_frame_body, write_frame
+from cuda_agent_mcp.evaluator.worker_client import WorkerPool
+from cuda_agent_mcp.results import Crashed
+
+WARM_WORKERS_ENV = "CUDA_AGENT_WARM_WORKERS"
+# Workers get only what they need: tools, locale, GPU selection and where our dependencies are.
+_WORKER_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TMPDIR", "PYTHONPATH")
+
+
+def main() -> None:
+    started = time.perf_counter()
+    # No parent-death signal here: it fires when the *thread* that started us ends, and the tool layer
+    # starts servers from short-lived worker threads. A client that dies closes our stdin instead.
+    reply_fd = os.dup(1)
+    os.dup2(2, 1)  # prints from reference code must not reach the reply pipe
+    env = {k: v for k, v in os.environ.items() if k in _WORKER_ENV_KEYS}
+    scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-"))
+    # Start the first workers before this process imports torch: the imports overlap.
+    workers = WorkerPool(scratch, env, size=int(os.environ.get(WARM_WORKERS_ENV, "2")))
+    workers.fill()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the finally below cleans up
+    try:
+        import torch
+
+        from cuda_agent_mcp.evaluator.run import run_job
+
+        gpu = "cpu"
+        if torch.cuda.is_available():
+            torch.cuda.init()
+            gpu = torch.cuda.get_device_name()
+        ready = ServerReady(
+            gpu=gpu, torch=torch.__version__, startup_s=round(time.perf_counter() - started, 3)
+        )
+        write_frame(reply_fd, ready)
+        while True:
+            try:
+                job = EvalJob.model_validate_json(read_frame_body(0))
+            except EOFError:
+                return
+            write_frame(reply_fd, _run_one(run_job, job, scratch, env, workers))
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()  # the next job's inputs may need all of it
+            workers.fill()
+    finally:
+        workers.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_one(run_job, job: EvalJob, scratch: Path, env: dict[str, str], workers: WorkerPool) -> JudgeReport:  # type: ignore[no-untyped-def]
+    with tempfile.TemporaryDirectory(prefix="job-", dir=scratch) as job_scratch:
+        try:
+            return run_job(job, Path(job_scratch), env, workers)
+        except Exception as exc:  # the judge's own failure: reported, never scored
+            detail = "".join(traceback.format_exception(exc))[-4000:]
+            return JudgeReport(
+                verdict=Crashed(phase="load", kind="exception", message="judge failure"), infra_error=detail
+            )

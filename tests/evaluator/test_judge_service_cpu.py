@@ -1,0 +1,111 @@
+"""Warm judge servers: reuse across jobs, recovery after a hung job, and a pool of fresh workers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+
+from cuda_agent_mcp.evaluator.judge_service import JudgePool
+from cuda_agent_mcp.results import Passed, WrongOutput
+from cuda_agent_mcp.tasks import load_task_file
+from cuda_agent_mcp.tools import Session, VerifyRequest, verify_kernels
+from cuda_agent_mcp.tools.evaluate import JudgeFailed
+from tests.conftest import EXAMPLES
+from tests.evaluator.test_tools_cpu import SMALL_INPUTS, TORCH_CANDIDATE
+
+pytestmark = pytest.mark.nvcc
+
+CPU_VERIFY = VerifyRequest(device="cpu", trials=2, audit=False, call_timeout_s=5.0)
+
+
+@pytest.fixture
+def pool(tmp_path: Path):
+    judges = JudgePool(tmp_path / "logs")
+    yield judges
+    judges.close()
+
+
+@pytest.fixture
+def session(tmp_path: Path, shared_build_cache: Path, pool: JudgePool) -> Session:
+    code = (EXAMPLES / "bias_add_relu" / "model.py").read_text().replace(*SMALL_INPUTS)
+    reference = tmp_path / "reference.py"
+    reference.write_text(code)
+    session = Session.create(
+        load_task_file(reference, task_id="cpu/bias_add_relu"),
+        tmp_path / "ws",
+        cache_dir=shared_build_cache,
+        judges=pool,
+    )
+    shutil.copytree(
+        EXAMPLES / "bias_add_relu" / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True
+    )
+    return session
+
+
+def _write_candidate(session: Session, suffix: str = "") -> None:
+    (session.workspace.root / "model_new.py").write_text(TORCH_CANDIDATE.replace("{suffix}", suffix))
+
+
+def _children_of(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+def test_one_judge_server_serves_consecutive_jobs_and_each_job_gets_a_fresh_worker(
+    session: Session, pool: JudgePool
+) -> None:
+    _write_candidate(session)
+    first = anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
+    assert isinstance(first.verdict, Passed), first.verdict
+    assert first.phases_s["judge_start"] > 0
+    server = next(iter(pool._idle.values()))[0]
+    workers_before = _children_of(server.process.pid)
+
+    _write_candidate(session, " + 0.5")
+    second = anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
+    assert isinstance(second.verdict, WrongOutput), second.verdict
+    assert pool.started == 1 and second.phases_s["judge_start"] == 0.0
+    # The second job took one of the two warm workers, which is gone now; the pool is full again.
+    workers_after = _children_of(server.process.pid)
+    assert len(workers_before) == 2 and len(workers_after) == 2
+    assert len(workers_before - workers_after) == 1
+
+
+def test_a_hung_job_kills_its_judge_and_the_next_job_gets_a_new_one(
+    session: Session, pool: JudgePool
+) -> None:
+    (session.workspace.root / "model_new.py").write_text(
+        TORCH_CANDIDATE.replace("{suffix}", "")
+        + "\nimport time\nModelNew.forward = lambda self, x: time.sleep(3600)\n"
+    )
+    hung = VerifyRequest(device="cpu", trials=1, audit=False, call_timeout_s=600.0, timeout_s=20.0)
+    with pytest.raises(JudgeFailed, match="longer than its limit"):
+        anyio.run(lambda: verify_kernels(session, hung))
+    assert not pool._idle.get(next(iter(pool._idle), ()), [])  # the hung server was not kept
+
+    _write_candidate(session)
+    result = anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
+    assert isinstance(result.verdict, Passed), result.verdict
+    assert pool.started == 2
+
+
+def test_closing_the_pool_ends_its_servers(session: Session, pool: JudgePool) -> None:
+    _write_candidate(session)
+    anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
+    server = next(iter(pool._idle.values()))[0]
+    pool.close()
+    assert server.process.poll() is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(server.process.pid, 0)
