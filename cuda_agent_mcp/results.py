@@ -164,7 +164,12 @@ class Rejected(_Frozen):
 
     status: Literal["rejected"] = "rejected"
     reason: Literal[
-        "forbidden_op", "timing_disagreement", "below_physical_floor", "background_thread", "noisy_timing"
+        "forbidden_op",
+        "timing_disagreement",
+        "below_physical_floor",
+        "background_thread",
+        "noisy_timing",
+        "precision_downgrade",
     ]
     message: str
     findings: list[AuditFinding] = []

@@ -169,4 +169,24 @@ def audit_cpp(source: str, file: str) -> list[AuditFinding]:
                 message=f"{match.group(0).rstrip('( ')}() computes with PyTorch in C++: only your kernels may compute",
             )
         )
+    for match in _FORBIDDEN_NATIVE.finditer(code):
+        found.append(
+            AuditFinding(
+                file=file,
+                line=code.count("\n", 0, match.start()) + 1,
+                rule="forbidden_library",
+                message=f"{match.group(0).strip()}: vendor math libraries and loading code at run time are "
+                "not allowed; write the computation as your own kernel",
+            )
+        )
     return found
+
+
+# Vendor libraries (cuBLAS, cuDNN, ...) would do the work instead of the candidate's kernels; dlopen and
+# link pragmas would pull them in past the fixed link line. (A per-task policy to allow cuBLAS for GEMM
+# and cuDNN for convolutions, as the paper does, is recorded in docs/DECISIONS.md as not yet built.)
+_FORBIDDEN_NATIVE = re.compile(
+    r"#\s*include\s*[<\"](?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver|cutlass|cute|"
+    r"ATen/native|torch/csrc/api/include/torch/nn)[^>\"]*[>\"]"
+    r"|#\s*pragma\s+comment\s*\(\s*lib|\bdlopen\s*\(|\bdlsym\s*\("
+)

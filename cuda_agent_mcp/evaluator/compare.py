@@ -163,13 +163,16 @@ def _mismatch(
     )
 
 
-def errors(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
-    """Max absolute and max relative error over finite positions (for the Passed record)."""
+def errors(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, float]:
+    """Max absolute error, max relative error and the relative error norm ||out - ref|| / ||ref||, over
+    finite positions (for the Passed record and the precision check)."""
+    if out.dtype != ref.dtype or out.shape != ref.shape:
+        return float("inf"), float("inf"), float("inf")
     if fused_available(out, ref):
         quick = fused_summary(out, ref, atol=float("inf"), rtol=0.0)
-        return quick.max_abs, quick.max_rel
+        return quick.max_abs, quick.max_rel, _relative_norm(quick.diff_sq, quick.ref_sq)
     stats = tally(out, ref, atol=float("inf"), rtol=0.0)
-    return stats.max_abs, stats.max_rel
+    return stats.max_abs, stats.max_rel, _relative_norm(stats.diff_sq, stats.ref_sq)
 
 
 def unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:

@@ -49,6 +49,11 @@ class EvalJob(BaseModel):
     atol: float
     rtol: float
     op_audit: bool = Field(False, description="reject forward() calls that dispatch PyTorch compute ops")
+    max_error_norm: float | None = Field(
+        None,
+        description="relative error norm above which outputs count as computed at a lower precision than "
+        "the task's dtype (fp16/bf16/TF32 arithmetic for an fp32 task), even if within atol/rtol",
+    )
     timing: TimingPolicy = TimingPolicy()
     timeouts: Timeouts = Timeouts()
     baselines: Literal["measure", "cached", "skip"] = "measure"

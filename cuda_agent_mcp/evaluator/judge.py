@@ -51,6 +51,7 @@ from cuda_agent_mcp.results import (
 )
 
 POISON_VALUES = (float("nan"), -7.77e7)
+_FULL_PRECISION = (torch.float32, torch.float64)
 
 
 class VerdictReached(Exception):
@@ -74,6 +75,9 @@ class Judge:
         self.workers = workers or WorkerPool(scratch, env, size=0)
         self.device = torch.device(job.device)
         self.clock = PhaseClock()
+        # References in true fp32: cuDNN would otherwise use TF32 for convolutions by default.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
         with self.clock.phase("reference_setup"):
             self.reference = _import_reference(Path(job.reference_path))
             torch.manual_seed(job.init_seed)
@@ -326,9 +330,17 @@ class Judge:
                         message="two calls on the same inputs, with freed memory filled differently, disagree: "
                         "the output depends on memory it did not write",
                     )
-            for out, ref in zip(first, expected, strict=True):
-                abs_error, rel_error = errors(out, ref)
+            for index, (out, ref) in enumerate(zip(first, expected, strict=True)):
+                abs_error, rel_error, norm_error = errors(out, ref)
                 worst_abs, worst_rel = max(worst_abs, abs_error), max(worst_rel, rel_error)
+                limit = self.job.max_error_norm
+                if limit is not None and ref.dtype in _FULL_PRECISION and norm_error > limit:
+                    return Rejected(
+                        reason="precision_downgrade",
+                        message=f"output {index} has a relative error norm of {norm_error:.2g} (trial {trial}), "
+                        f"typical of fp16/bf16/TF32 arithmetic; this {str(ref.dtype).removeprefix('torch.')} "
+                        f"task accepts at most {limit:g}. Compute in the task's precision.",
+                    )
         return Passed(trials=len(self.job.seeds), max_abs_error=worst_abs, max_rel_error=worst_rel)
 
     # -- profile ---------------------------------------------------------------------------------

@@ -41,6 +41,8 @@ from cuda_agent_mcp.tools.session import Session
 from cuda_agent_mcp.workspace import CANDIDATE_FILE, EXTENSION_NAME, REFERENCE_FILE
 
 STRICT_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
+# Honest fp32 kernels land near 1e-6 relative error norm; fp16 or TF32 rounding gives about 3e-4.
+PRECISION_NORM_LIMIT = 1e-4
 
 
 class JudgeFailed(InfraError):
@@ -59,6 +61,9 @@ class VerifyRequest(BaseModel):
         30.0, gt=0, description="limit on one forward() call; a hung kernel is killed"
     )
     audit: bool = Field(True, description="refuse sources that compute with PyTorch instead of kernels")
+    precision_check: bool = Field(
+        True, description="refuse fp32/fp64 outputs whose error norm shows lower-precision arithmetic"
+    )
     timeout_s: float = Field(600.0, gt=0)
 
 
@@ -122,6 +127,7 @@ async def verify_kernels(
         timeout_s=request.timeout_s,
         timeouts=Timeouts(call_s=request.call_timeout_s),
         op_audit=request.audit,
+        max_error_norm=PRECISION_NORM_LIMIT if request.precision_check else None,
     )
     return VerifyResult(
         verdict=report.verdict,
@@ -238,6 +244,7 @@ async def run_judge(
     timing: TimingPolicy | None = None,
     timeouts: Timeouts | None = None,
     op_audit: bool = False,
+    max_error_norm: float | None = None,
 ) -> JudgeReport:
     with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-", dir=_scratch_root(session)) as tmp:
         scratch = Path(tmp)
@@ -262,6 +269,7 @@ async def run_judge(
             timing=timing or TimingPolicy(),
             timeouts=timeouts or Timeouts(),
             op_audit=op_audit,
+            max_error_norm=max_error_norm,
         )
         # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
         async with _gpu_lease(session, exclusive=mode == "profile", device=device) as gpu:

@@ -54,6 +54,9 @@ class Runner:
 
     def load(self, request: LoadRequest) -> Loaded:
         self.device = torch.device(request.device)
+        # Baselines run at the precision the judge computes references in (no TF32).
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
         sys.path.insert(0, request.directory)
         module = importlib.import_module(request.module)
         cls = getattr(module, request.class_name)

@@ -146,3 +146,17 @@ def test_the_op_audit_allows_allocation_views_and_copies(run_judge) -> None:
     )
     report = run_judge(allocating, op_audit=True)
     assert isinstance(report.verdict, WrongOutput)  # wrong values, but nothing forbidden ran
+
+
+@pytest.mark.parametrize("lower", ["half", "bfloat16"])
+def test_computing_an_fp32_task_in_half_precision_is_a_precision_downgrade(run_judge, lower: str) -> None:
+    # Within atol=rtol=1e-2, so the tolerance alone would pass it; the error norm gives it away.
+    downgraded = HONEST.replace(
+        "return (x * self.scale).clamp_min(0)",
+        f"return (x.{lower}() * self.scale.{lower}()).clamp_min(0).float()",
+    )
+    report = run_judge(downgraded, max_error_norm=1e-4)
+    assert isinstance(report.verdict, Rejected), report.verdict
+    assert report.verdict.reason == "precision_downgrade"
+    assert isinstance(run_judge(HONEST, max_error_norm=1e-4).verdict, Passed)
+    assert isinstance(run_judge(downgraded).verdict, Passed)  # the check is a policy, off by default here

@@ -6,63 +6,21 @@ in a different kernel or model_new.py.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import anyio
 import pytest
 
 from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, Rejected, TimedOut, WrongOutput
-from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import (
     EvaluateRequest,
-    ProfileRequest,
     Session,
-    VerifyRequest,
     evaluate_kernels,
-    profile_kernels,
-    verify_kernels,
 )
 from tests.conftest import EXAMPLES
+from tests.redteam.workspaces import RELU_KERNEL, launcher, profile, relu_session, verify
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
-
-HEADER = "#include <cuda_runtime.h>\n#include <cstdint>\n"
-RELU_KERNEL = """
-__global__ void relu_kernel(const float* x, float* y, int64_t n) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i < n) y[i] = fmaxf(x[i], 0.f);
-}
-"""
-
-
-def launcher(body: str) -> str:
-    return f'extern "C" void relu_launcher(const float* x, float* y, int64_t n, cudaStream_t stream) {{\n{body}\n}}\n'
-
-
-HONEST_LAUNCH = "  relu_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x, y, n);"
-
-
-def relu_session(
-    tmp_path: Path, cache: Path, *, kernel: str | None = None, model_new: str | None = None
-) -> Session:
-    task = load_task_file(EXAMPLES / "relu" / "model.py", task_id="examples/relu")
-    session = Session.create(task, tmp_path / "ws", cache_dir=cache)
-    shutil.copytree(EXAMPLES / "relu" / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True)
-    shutil.copy(EXAMPLES / "relu" / "model_new.py", session.workspace.root / "model_new.py")
-    if kernel is not None:
-        (session.workspace.root / "kernels" / "relu.cu").write_text(HEADER + kernel)
-    if model_new is not None:
-        (session.workspace.root / "model_new.py").write_text(model_new)
-    return session
-
-
-def verify(session: Session, **options: object):
-    return anyio.run(lambda: verify_kernels(session, VerifyRequest(**options)))  # type: ignore[arg-type]
-
-
-def profile(session: Session, **options: object):
-    return anyio.run(lambda: profile_kernels(session, ProfileRequest(**options)))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.iterdir() if (p / "model.py").exists()))

@@ -1,0 +1,72 @@
+"""Bypass: not writing a kernel at all (catalog section A). Static cases need no GPU; runtime ones do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuda_agent_mcp.results import Rejected
+from tests.redteam.workspaces import EXAMPLES, forward, relu_session, verify
+
+pytestmark = pytest.mark.nvcc
+
+STATIC_CASES = {
+    "torch_passthrough": dict(model_new=forward("        return torch.relu(x)")),
+    "inherits_the_reference": dict(
+        model_new="import torch\nfrom model import Model\n\n\nclass ModelNew(Model):\n    pass\n"
+    ),
+    "try_except_fallback": dict(
+        model_new=forward(
+            "        try:\n            return cuda_extension.relu(x)\n"
+            "        except Exception:\n            return torch.nn.functional.relu(x)"
+        )
+    ),
+    "torch_compile_in_forward": dict(
+        model_new=forward("        return torch.compile(lambda t: t.clamp_min(0))(x)")
+    ),
+    "aten_call_in_the_binding": dict(
+        binding=(EXAMPLES / "relu" / "kernels" / "relu_binding.cpp")
+        .read_text()
+        .replace(
+            "  torch::Tensor out = torch::empty_like(input);\n",
+            "  return torch::relu(input);\n  torch::Tensor out = torch::empty_like(input);\n",
+        )
+    ),
+    "cublas_include_in_a_kernel": dict(
+        kernel="#include <cublas_v2.h>\n" + (EXAMPLES / "relu" / "kernels" / "relu.cu").read_text()
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STATIC_CASES))
+def test_static_bypasses_are_refused_before_anything_runs(
+    case: str, tmp_path: Path, shared_build_cache: Path
+) -> None:
+    session = relu_session(tmp_path, shared_build_cache, **STATIC_CASES[case])  # type: ignore[arg-type]
+    result = verify(session, device="cpu")  # refused before any judge starts: no GPU needed
+    assert isinstance(result.verdict, Rejected), result.verdict
+    assert result.verdict.reason == "forbidden_op"
+    assert result.verdict.findings
+
+
+RUNTIME_CASES = {
+    # The torch call is spelled so that no static rule can see it; the dispatch audit does.
+    "ghost_branch": forward(
+        "        if x.numel() > 1 << 60:\n            return cuda_extension.relu(x)\n"
+        "        return getattr(torch, 're' + 'lu')(x)"
+    ),
+    "decoy_kernel": forward(
+        "        cuda_extension.relu(x.reshape(-1)[:1])\n        return getattr(x, 'clamp' + '_min')(0)"
+    ),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", sorted(RUNTIME_CASES))
+def test_pytorch_compute_hidden_from_the_static_audit_is_caught_at_dispatch(
+    case: str, tmp_path: Path, shared_build_cache: Path
+) -> None:
+    result = verify(relu_session(tmp_path, shared_build_cache, model_new=RUNTIME_CASES[case]))
+    assert isinstance(result.verdict, Rejected), result.verdict
+    assert result.verdict.reason == "forbidden_op"
