@@ -19,8 +19,10 @@ try:
 except ImportError:  # CPU-only installs: the torch path serves
     triton = None
 
-BLOCK = 2048
-BLOCKS_PER_PROGRAM = 32
+# Small blocks and 8 warps keep the six float64 accumulators per element in registers.
+BLOCK = 1024
+BLOCKS_PER_PROGRAM = 64
+WARPS = 8
 _ROWS = 6  # bad, nonfinite mismatches, max |diff|, max rel, sum diff^2, sum ref^2
 
 
@@ -103,7 +105,15 @@ def fused_summary(out: torch.Tensor, ref: torch.Tensor, *, atol: float, rtol: fl
     tolerances = torch.tensor([atol, rtol], dtype=torch.float64, device=out.device)
     with torch.cuda.device(out.device):
         _summary_kernel[(programs,)](
-            flat_out, flat_ref, tolerances, partial, n, programs, BLOCK=BLOCK, ITERS=BLOCKS_PER_PROGRAM
+            flat_out,
+            flat_ref,
+            tolerances,
+            partial,
+            n,
+            programs,
+            BLOCK=BLOCK,
+            ITERS=BLOCKS_PER_PROGRAM,
+            num_warps=WARPS,
         )
     sums = partial[[0, 1, 4, 5]].sum(dim=1)
     maxima = partial[[2, 3]].amax(dim=1)

@@ -174,9 +174,13 @@ class WorkerPool:
             self._ready.append(WorkerProcess(self.scratch, self.env))
 
     def take(self) -> WorkerProcess:
+        """A ready worker; its replacement starts importing at once (on another core), so back-to-back
+        evaluations (verify, then profile) each find a warm one."""
         while self._ready:
             worker = self._ready.popleft()
             if worker.alive:
+                if self.size:
+                    self._ready.append(WorkerProcess(self.scratch, self.env))
                 return worker
             worker.close()
         return WorkerProcess(self.scratch, self.env)
