@@ -43,7 +43,7 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k in _WORKER_ENV_KEYS}
     scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-"))
     # Start the first workers before this process imports torch: the imports overlap.
-    workers = WorkerPool(scratch, env, size=int(os.environ.get(WARM_WORKERS_ENV, "2")))
+    workers = WorkerPool(scratch, env, size=int(os.environ.get(WARM_WORKERS_ENV, "3")))
     workers.fill()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the finally below cleans up
     try:

@@ -174,13 +174,11 @@ class WorkerPool:
             self._ready.append(WorkerProcess(self.scratch, self.env))
 
     def take(self) -> WorkerProcess:
-        """A ready worker; its replacement starts importing at once (on another core), so back-to-back
-        evaluations (verify, then profile) each find a warm one."""
+        """A ready worker (or a new one). Replacements start only between jobs (`fill`): an import
+        running beside a timed loop put the judge's clock 0.5 ms behind small kernels on the H200."""
         while self._ready:
             worker = self._ready.popleft()
             if worker.alive:
-                if self.size:
-                    self._ready.append(WorkerProcess(self.scratch, self.env))
                 return worker
             worker.close()
         return WorkerProcess(self.scratch, self.env)

@@ -116,10 +116,6 @@ class Runner:
         for ref in self.kept_refs:
             release_shm(ref)
         self.kept, self.kept_refs = [], []
-        if self.device.type == "cuda":
-            # Outputs shared by CUDA IPC wait in limbo after the judge lets go; collect them now, or the
-            # next call's poison and outputs need fresh multi-GB cudaMallocs instead of cached blocks.
-            torch.cuda.ipc_collect()
 
     def _timed_call(self, args: list[Any]) -> tuple[Any, float | None, float]:
         if self.device.type != "cuda":

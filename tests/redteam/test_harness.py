@@ -39,11 +39,11 @@ def test_patching_torch_comparisons_and_ops_in_the_worker_changes_nothing(
     assert isinstance(result.verdict, WrongOutput), result.verdict
 
 
-def test_a_100_gb_allocation_is_a_crash_and_the_next_evaluation_is_clean(
+def test_a_1000_gb_allocation_is_a_crash_and_the_next_evaluation_is_clean(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
     hog = forward(
-        "        torch.empty(100 * 1024**3, dtype=torch.uint8, device=x.device)\n"
+        "        torch.empty(1000 * 1024**3, dtype=torch.uint8, device=x.device)\n"
         "        return cuda_extension.relu(x)"
     )
     result = verify(relu_session(tmp_path / "hog", shared_build_cache, model_new=hog))
