@@ -202,6 +202,7 @@ class VerifyResult(_Frozen):
     distributions: list[str]
     wall_s: float
     phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
+    environment: dict[str, str] = Field(default_factory=dict, description="GPU, driver, CUDA, torch used")
 
 
 class ProfileResult(_Frozen):
@@ -221,6 +222,7 @@ class ProfileResult(_Frozen):
     )
     wall_s: float
     phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
+    environment: dict[str, str] = Field(default_factory=dict, description="GPU, driver, CUDA, torch used")
 
 
 class EvalResult(_Frozen):

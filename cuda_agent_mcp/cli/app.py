@@ -23,7 +23,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from cuda_agent_mcp.build import BuildProgress
+from cuda_agent_mcp.build import BuildProgress, default_cache_dir
 from cuda_agent_mcp.cli import render
 from cuda_agent_mcp.errors import CudaAgentError, InfraError
 from cuda_agent_mcp.results import ProfileResult, VerifyResult
@@ -46,6 +46,7 @@ from cuda_agent_mcp.tools import (
     show_task,
     verify_kernels,
 )
+from cuda_agent_mcp.tools.journal import JournalListing, open_journal
 
 app = typer.Typer(help="Write, build and evaluate CUDA kernels for PyTorch references.", no_args_is_help=True)
 tasks_app = typer.Typer(help="List and inspect tasks.", no_args_is_help=True)
@@ -252,6 +253,18 @@ def eval_command(
         out.print(f"reward ({result.reward_schedule}): [bold]{result.reward:g}[/]")
     if result.reward < 0:
         raise typer.Exit(1)
+
+
+@app.command("journal")
+def journal_command(
+    limit: Annotated[int, typer.Option(help="show at most this many, newest first")] = 20,
+    json: JsonOption = False,
+) -> None:
+    """Recent evaluations from the journal: every verify, profile and eval result, kept across restarts
+    (interrupted ones included)."""
+    path = default_cache_dir() / "journal.sqlite"
+    listing = JournalListing(path=str(path), records=open_journal(path).records(limit=limit))
+    _emit_json(listing) if json else out.print(render.journal_table(listing))
 
 
 def _finish(title: str, result: VerifyResult | ProfileResult, lines: list[str], *, as_json: bool) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
@@ -10,6 +12,7 @@ from rich.table import Table
 
 from cuda_agent_mcp.results import BuildResult, ProfileResult, Verdict, VerifyResult
 from cuda_agent_mcp.tools import TaskDetails, TaskList, WorkspaceInfo
+from cuda_agent_mcp.tools.journal import JournalListing
 
 
 def task_table(listing: TaskList) -> Table:
@@ -129,3 +132,20 @@ def profile_lines(result: ProfileResult) -> list[str]:
         f"gpu: {result.gpu}; baselines {'cached' if result.baselines_cached else 'measured'}; wall {result.wall_s:.2f} s"
     )
     return lines
+
+
+def journal_table(listing: JournalListing) -> Table:
+    table = Table(title=f"journal: {escape(listing.path)}")
+    for column in ("started", "kind", "task", "status", "verdict", "source", "gpu"):
+        table.add_column(column)
+    for record in listing.records:
+        table.add_row(
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at)),
+            record.kind,
+            escape(record.task_id),
+            record.status,
+            record.verdict or (escape(record.error[:60]) if record.error else ""),
+            record.source_hash[:12],
+            escape(str(record.environment.get("gpu", ""))),
+        )
+    return table

@@ -84,4 +84,7 @@ class JudgeReport(BaseModel):
     physical_floor_ms: float | None = None
     gpu: str = ""
     phases_s: dict[str, float] = Field(default_factory=dict, description="wall time per phase of the job")
+    environment: dict[str, str] = Field(
+        default_factory=dict, description="GPU, driver, CUDA and torch the judge used"
+    )
     infra_error: str | None = Field(None, description="set when the judge itself failed; never scored")

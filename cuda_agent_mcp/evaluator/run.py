@@ -24,6 +24,7 @@ def run_job(
     judge = Judge(job, scratch, env, workers)
     gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
     worker: WorkerProcess | None = None
+    environment = _environment(gpu)
     try:
         worker = judge.start_worker(Path(job.candidate_dir), "model_new", "ModelNew")
         if job.mode == "verify":
@@ -33,6 +34,7 @@ def run_job(
                 distributions=judge.distributions_used,
                 gpu=gpu,
                 phases_s=judge.clock.as_dict(),
+                environment=environment,
             )
         stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s)
         worker.close()
@@ -57,6 +59,7 @@ def run_job(
             physical_floor_ms=floor,
             gpu=gpu,
             phases_s=judge.clock.as_dict(),
+            environment=environment,
         )
     except VerdictReached as reached:
         return JudgeReport(
@@ -64,8 +67,19 @@ def run_job(
             distributions=judge.distributions_used,
             gpu=gpu,
             phases_s=judge.clock.as_dict(),
+            environment=environment,
         )
     finally:
         if worker is not None:
             worker.close()
         remove_shm_files(tag)
+
+
+def _environment(gpu: str) -> dict[str, str]:
+    """What an evaluation ran on, for the journal."""
+    found = {"gpu": gpu, "torch": torch.__version__, "cuda": str(torch.version.cuda or "")}
+    driver = getattr(torch._C, "_cuda_getDriverVersion", None)
+    if driver is not None and torch.cuda.is_available():
+        version = int(driver())
+        found["driver_cuda"] = f"{version // 1000}.{version % 1000 // 10}"
+    return found

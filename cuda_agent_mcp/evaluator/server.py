@@ -20,6 +20,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -30,6 +31,7 @@ from cuda_agent_mcp.evaluator.worker_client import WorkerPool
 from cuda_agent_mcp.results import Crashed
 
 WARM_WORKERS_ENV = "CUDA_AGENT_WARM_WORKERS"
+DEFAULT_WARM_WORKERS = 3
 # Workers get only what they need: tools, locale, GPU selection and where our dependencies are.
 _WORKER_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TMPDIR", "PYTHONPATH")
 
@@ -37,13 +39,14 @@ _WORKER_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "T
 def main() -> None:
     started = time.perf_counter()
     # No parent-death signal here: it fires when the *thread* that started us ends, and the tool layer
-    # starts servers from short-lived worker threads. A client that dies closes our stdin instead.
+    # starts servers from short-lived worker threads. A watchdog notices the client's death instead.
+    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
     reply_fd = os.dup(1)
     os.dup2(2, 1)  # prints from reference code must not reach the reply pipe
     env = {k: v for k, v in os.environ.items() if k in _WORKER_ENV_KEYS}
     scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-"))
     # Start the first workers before this process imports torch: the imports overlap.
-    workers = WorkerPool(scratch, env, size=int(os.environ.get(WARM_WORKERS_ENV, "3")))
+    workers = WorkerPool(scratch, env, size=int(os.environ.get(WARM_WORKERS_ENV, DEFAULT_WARM_WORKERS)))
     workers.fill()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the finally below cleans up
     try:
@@ -82,3 +85,11 @@ def _run_one(run_job, job: EvalJob, scratch: Path, env: dict[str, str], workers:
             return JudgeReport(
                 verdict=Crashed(phase="load", kind="exception", message="judge failure"), infra_error=detail
             )
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """Exit as soon as the client is gone (we are re-parented), even in the middle of a job: nothing an
+    evaluation starts may outlive the process that asked for it. Our workers follow (parent-death signal)."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)

@@ -12,10 +12,10 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,7 +94,58 @@ async def verify_kernels(
     session: Session, request: VerifyRequest | None = None, *, progress: ProgressCallback | None = None
 ) -> VerifyResult:
     """Build, then check ModelNew against Model on fresh secret inputs in a separate worker."""
-    request = request or VerifyRequest()
+    return await _journaled(session, "verify", lambda: _verify(session, request or VerifyRequest(), progress))
+
+
+async def profile_kernels(
+    session: Session, request: ProfileRequest | None = None, *, progress: ProgressCallback | None = None
+) -> ProfileResult:
+    """Build, then time ModelNew (every timed output rechecked) and the eager and compiled baselines."""
+    return await _journaled(
+        session, "profile", lambda: _profile(session, request or ProfileRequest(), progress)
+    )
+
+
+async def evaluate_kernels(
+    session: Session, request: EvaluateRequest | None = None, *, progress: ProgressCallback | None = None
+) -> EvalResult:
+    """verify, then (if it passed) profile, then the reward: what an RL rollout ends with."""
+    return await _journaled(
+        session, "evaluate", lambda: _evaluate(session, request or EvaluateRequest(), progress)
+    )
+
+
+_Result = TypeVar("_Result", VerifyResult, ProfileResult, EvalResult)
+
+
+async def _journaled(session: Session, kind: str, run: Callable[[], Awaitable[_Result]]) -> _Result:
+    """Run a tool with a journal record around it: opened before, closed with the result before anyone
+    sees it, or with the error; a killed process leaves it to be marked interrupted."""
+    journal = session.journal
+    record = journal.begin(
+        kind=kind, session_id=session.id, task_id=session.task.id, task_hash=session.task.content_hash
+    )
+    try:
+        result = await run()
+    except BaseException as exc:  # cancellation included: the record must not stay "running"
+        journal.fail(record, f"{type(exc).__name__}: {exc}")
+        raise
+    verdict = (
+        result.verdict if not isinstance(result, EvalResult) else (result.profile or result.verify).verdict
+    )
+    source_hash = result.source_hash if not isinstance(result, EvalResult) else result.verify.source_hash
+    environment = (
+        result.environment
+        if not isinstance(result, EvalResult)
+        else ((result.profile or result.verify).environment)
+    )
+    journal.finish(record, result, verdict=verdict.status, source_hash=source_hash, environment=environment)
+    return result
+
+
+async def _verify(
+    session: Session, request: VerifyRequest, progress: ProgressCallback | None
+) -> VerifyResult:
     started = time.monotonic()
     build = await compile_kernels(session, CompileRequest(), progress=progress)
     if not build.ok:
@@ -137,14 +188,13 @@ async def verify_kernels(
         distributions=report.distributions,
         wall_s=round(time.monotonic() - started, 3),
         phases_s={"build": build.wall_s, **report.phases_s},
+        environment=report.environment,
     )
 
 
-async def profile_kernels(
-    session: Session, request: ProfileRequest | None = None, *, progress: ProgressCallback | None = None
+async def _profile(
+    session: Session, request: ProfileRequest, progress: ProgressCallback | None
 ) -> ProfileResult:
-    """Build, then time ModelNew (every timed output rechecked) and the eager and compiled baselines."""
-    request = request or ProfileRequest()
     started = time.monotonic()
     build = await compile_kernels(session, CompileRequest(), progress=progress)
     if not build.ok:
@@ -189,14 +239,13 @@ async def profile_kernels(
         low_confidence=noisy,
         wall_s=round(time.monotonic() - started, 3),
         phases_s={"build": build.wall_s, **report.phases_s},
+        environment=report.environment,
     )
 
 
-async def evaluate_kernels(
-    session: Session, request: EvaluateRequest | None = None, *, progress: ProgressCallback | None = None
+async def _evaluate(
+    session: Session, request: EvaluateRequest, progress: ProgressCallback | None
 ) -> EvalResult:
-    """verify, then (if it passed) profile, then the reward: what an RL rollout ends with."""
-    request = request or EvaluateRequest()
     verified = await verify_kernels(session, request.verify, progress=progress)
     if not isinstance(verified.verdict, Passed):
         return EvalResult(

@@ -19,6 +19,7 @@ from cuda_agent_mcp.evaluator.judge_service import JudgePool, shared_judge_pool
 from cuda_agent_mcp.executors import Executor, default_executor
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import Task
+from cuda_agent_mcp.tools.journal import Journal, open_journal
 from cuda_agent_mcp.workspace import Workspace
 
 
@@ -36,7 +37,13 @@ class Session:
     # Warm judge servers; by default one pool per process, shared by all its sessions.
     judges: JudgePool = field(default_factory=lambda: shared_judge_pool(default_cache_dir() / "logs"))
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    # Every evaluation result, written before it is returned (default: journal.sqlite in the cache dir).
+    journal: Journal = None  # type: ignore[assignment]
     _builder: Builder | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.journal is None:
+            self.journal = open_journal(self.cache_dir / "journal.sqlite")
 
     @classmethod
     def create(

@@ -148,3 +148,17 @@ def test_verify_and_eval_report_verdicts_and_exit_codes(tmp_path: Path, shared_b
     assert wrong.returncode == 1
     assert "wrong_output" in wrong.stdout and "reward (milestones): -1" in wrong.stdout
     assert "Traceback" not in wrong.stdout + wrong.stderr
+
+    # Every one of those results is in the journal, newest first (eval's own verify inside it).
+    journal = cli("journal", "--json", "--limit", "4", cache=shared_build_cache)
+    assert journal.returncode == 0, journal.stderr
+    records = json.loads(journal.stdout)["records"]
+    assert [(r["kind"], r["verdict"]) for r in records] == [
+        ("verify", "wrong_output"),
+        ("evaluate", "wrong_output"),
+        ("verify", "passed"),
+        ("verify", "rejected"),
+    ]
+    assert all(r["status"] == "done" and r["environment"].get("gpu") in ("cpu", None) for r in records)
+    table = cli("journal", cache=shared_build_cache)
+    assert table.returncode == 0 and "wrong_output" in table.stdout

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from cuda_agent_mcp.evaluator.judge_service import JudgePool
+from cuda_agent_mcp.evaluator.server import DEFAULT_WARM_WORKERS
 from cuda_agent_mcp.results import Passed, WrongOutput
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import Session, VerifyRequest, verify_kernels
@@ -77,9 +78,9 @@ def test_one_judge_server_serves_consecutive_jobs_and_each_job_gets_a_fresh_work
     second = anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
     assert isinstance(second.verdict, WrongOutput), second.verdict
     assert pool.started == 1 and second.phases_s["judge_start"] == 0.0
-    # The second job took one of the two warm workers, which is gone now; the pool is full again.
+    # The second job took one of the warm workers, which is gone now; the pool is full again.
     workers_after = _children_of(server.process.pid)
-    assert len(workers_before) == 2 and len(workers_after) == 2
+    assert len(workers_before) == DEFAULT_WARM_WORKERS and len(workers_after) == DEFAULT_WARM_WORKERS
     assert len(workers_before - workers_after) == 1
 
 

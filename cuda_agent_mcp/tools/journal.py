@@ -1,0 +1,230 @@
+"""The evaluation journal: every verify/profile/evaluate result, written to SQLite before it is returned.
+
+A record is opened (`running`) when the judge is about to start and closed with the result (`done`) or the
+infrastructure error (`failed`). A process killed in between leaves `running` rows; whoever opens the
+journal next marks those whose owner process is gone as `interrupted`, so history survives a kill -9 and
+unfinished work is visible as such, never as a result. WAL mode: readers never block the writer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+RecordStatus = Literal["running", "done", "failed", "interrupted"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS evaluations (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    task_hash TEXT NOT NULL,
+    source_hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    verdict TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    owner_pid INTEGER NOT NULL,
+    owner_start TEXT NOT NULL,
+    environment TEXT NOT NULL,
+    result TEXT,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS evaluations_started ON evaluations (started_at);
+"""
+
+
+class JournalRecord(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    kind: str
+    session_id: str
+    task_id: str
+    task_hash: str
+    source_hash: str
+    status: RecordStatus
+    verdict: str | None
+    started_at: float
+    finished_at: float | None
+    environment: dict[str, Any]
+    result: dict[str, Any] | None
+    error: str | None
+
+
+class JournalListing(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    records: list[JournalRecord]
+
+
+def _process_start(pid: int) -> str:
+    """The kernel's start time of `pid` (so a reused pid is not mistaken for the owner); '' if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def host_environment() -> dict[str, str]:
+    """What the tool process knows of where it runs; the judge adds the GPU and torch it saw."""
+    return {
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+class Journal:
+    """One SQLite file; safe to share between the threads and sessions of a process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._pid = os.getpid()
+        self._start = _process_start(self._pid)
+        self.interrupted_on_open = self.mark_interrupted()
+
+    def mark_interrupted(self) -> int:
+        """Rows left `running` by a process that no longer exists become `interrupted`."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, owner_pid, owner_start FROM evaluations WHERE status = 'running'"
+            ).fetchall()
+            orphaned = [row[0] for row in rows if _process_start(row[1]) != row[2] or not row[2]]
+            for record_id in orphaned:
+                self._db.execute(
+                    "UPDATE evaluations SET status = 'interrupted', finished_at = ? WHERE id = ? AND status = 'running'",
+                    (time.time(), record_id),
+                )
+        return len(orphaned)
+
+    def begin(
+        self, *, kind: str, session_id: str, task_id: str, task_hash: str, source_hash: str = ""
+    ) -> str:
+        record_id = uuid.uuid4().hex
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO evaluations (id, kind, session_id, task_id, task_hash, source_hash, status, "
+                "started_at, owner_pid, owner_start, environment) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                (
+                    record_id,
+                    kind,
+                    session_id,
+                    task_id,
+                    task_hash,
+                    source_hash,
+                    time.time(),
+                    self._pid,
+                    self._start,
+                    json.dumps(host_environment()),
+                ),
+            )
+        return record_id
+
+    def finish(
+        self,
+        record_id: str,
+        result: BaseModel,
+        *,
+        verdict: str,
+        source_hash: str,
+        environment: dict[str, str],
+    ) -> None:
+        """Close a record with its result; called before the result is returned to anyone."""
+        with self._lock:
+            self._db.execute("UPDATE evaluations SET source_hash = ? WHERE id = ?", (source_hash, record_id))
+        self._close(
+            record_id, "done", verdict=verdict, result=result.model_dump_json(), environment=environment
+        )
+
+    def fail(self, record_id: str, error: str) -> None:
+        self._close(record_id, "failed", error=error[-4000:])
+
+    def _close(
+        self,
+        record_id: str,
+        status: RecordStatus,
+        *,
+        verdict: str | None = None,
+        result: str | None = None,
+        error: str | None = None,
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        with self._lock:
+            if environment:
+                (current,) = self._db.execute(
+                    "SELECT environment FROM evaluations WHERE id = ?", (record_id,)
+                ).fetchone()
+                merged = json.dumps({**json.loads(current), **environment})
+                self._db.execute("UPDATE evaluations SET environment = ? WHERE id = ?", (merged, record_id))
+            self._db.execute(
+                "UPDATE evaluations SET status = ?, verdict = ?, result = ?, error = ?, finished_at = ? WHERE id = ?",
+                (status, verdict, result, error, time.time(), record_id),
+            )
+
+    def records(self, *, limit: int = 50, session_id: str | None = None) -> list[JournalRecord]:
+        """The newest records first."""
+        query = (
+            "SELECT id, kind, session_id, task_id, task_hash, source_hash, status, verdict, started_at, "
+            "finished_at, environment, result, error FROM evaluations"
+        )
+        params: tuple[Any, ...] = ()
+        if session_id is not None:
+            query += " WHERE session_id = ?"
+            params = (session_id,)
+        query += " ORDER BY started_at DESC LIMIT ?"
+        with self._lock:
+            rows = self._db.execute(query, (*params, limit)).fetchall()
+        return [
+            JournalRecord(
+                id=r[0],
+                kind=r[1],
+                session_id=r[2],
+                task_id=r[3],
+                task_hash=r[4],
+                source_hash=r[5],
+                status=r[6],
+                verdict=r[7],
+                started_at=r[8],
+                finished_at=r[9],
+                environment=json.loads(r[10]),
+                result=json.loads(r[11]) if r[11] else None,
+                error=r[12],
+            )
+            for r in rows
+        ]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+_open: dict[Path, Journal] = {}
+_open_lock = threading.Lock()
+
+
+def open_journal(path: Path) -> Journal:
+    """The process's Journal for `path` (one connection per file)."""
+    key = path.resolve()
+    with _open_lock:
+        if key not in _open:
+            _open[key] = Journal(key)
+        return _open[key]
