@@ -6,6 +6,8 @@ Serves one evaluation, then exits. Exits at once after a CUDA error: the context
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import sys
 import traceback
 
@@ -53,8 +55,21 @@ def serve(request_fd: int, reply_fd: int) -> None:
                 os._exit(EXIT_CUDA_ERROR)
 
 
+# Candidates have no reason to write files; this also caps what they can print into the worker's log.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+def limit_resources() -> None:
+    """Hard limits, set before any candidate code exists in this process (it cannot raise them again)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # A write past the limit fails with EFBIG (an exception the judge reports) instead of a silent SIGXFSZ.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
 def main() -> None:
     die_with_parent()  # a judge that dies (or is killed for a timeout) takes its workers with it
+    limit_resources()
     serve(int(sys.argv[1]), int(sys.argv[2]))
 
 

@@ -67,8 +67,7 @@ def judge(
         rtol=1e-2,
         baselines="skip",
         timing=TimingPolicy(min_samples=5, max_samples=8, budget_s=1.0),
-        timeouts=Timeouts(load_s=60, call_s=10),
-        **job,  # type: ignore[arg-type]
+        **{"timeouts": Timeouts(load_s=60, call_s=10), **job},  # type: ignore[arg-type]
     )
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
     return run_job(spec, scratch, env)
