@@ -11,7 +11,7 @@ from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
 from cuda_agent_mcp.evaluator.judge import Judge, VerdictReached
 from cuda_agent_mcp.evaluator.refs import remove_shm_files, shm_tag
 from cuda_agent_mcp.evaluator.timing import physical_floor_ms
-from cuda_agent_mcp.evaluator.worker_client import WorkerPool, WorkerProcess
+from cuda_agent_mcp.evaluator.worker_client import WorkerPool, WorkerProcess, worker_isolation
 from cuda_agent_mcp.results import Passed, Rejected
 
 
@@ -77,7 +77,12 @@ def run_job(
 
 def _environment(gpu: str) -> dict[str, str]:
     """What an evaluation ran on, for the journal."""
-    found = {"gpu": gpu, "torch": torch.__version__, "cuda": str(torch.version.cuda or "")}
+    found = {
+        "gpu": gpu,
+        "torch": torch.__version__,
+        "cuda": str(torch.version.cuda or ""),
+        "worker_isolation": worker_isolation(),
+    }
     driver = getattr(torch._C, "_cuda_getDriverVersion", None)
     if driver is not None and torch.cuda.is_available():
         version = int(driver())

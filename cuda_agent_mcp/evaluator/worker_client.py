@@ -27,10 +27,14 @@ from pydantic import BaseModel
 
 from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, FrameError, parse_reply, write_frame
 from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_shm_files
+from cuda_agent_mcp.executors.cgroup import PidsCgroup, pids_cgroup_root
 from cuda_agent_mcp.executors.local import child_python_path
 from cuda_agent_mcp.executors.sandboxed import available_isolation
 
 LOG_TAIL_BYTES = 4000
+# Processes (threads count too, in cgroup v1) one worker tree may hold: torch's thread pools and a
+# torch.compile baseline's compile workers fit; a fork bomb stops here.
+MAX_WORKER_PIDS = 1024
 _HEADER_BYTES = 4
 
 
@@ -39,6 +43,16 @@ def _no_network() -> list[str]:
     network at all. (CUDA and CUDA IPC with the judge work across it; measured on the H200.) unshare
     execs the worker in place, so its pid, process group and inherited pipes are unchanged."""
     return ["unshare", "--net", "--"] if "network" in available_isolation() else []
+
+
+def worker_isolation() -> str:
+    """What confines a worker here, for the record: process group always, the rest where available."""
+    layers = ["process group", "rlimits"]
+    if "network" in available_isolation():
+        layers.append("network namespace")
+    if pids_cgroup_root() is not None:
+        layers.append("pids cgroup")
+    return ", ".join(layers)
 
 
 class WorkerLost(Exception):
@@ -89,6 +103,16 @@ class WorkerProcess:
             )
         os.close(request_read)
         os.close(reply_write)
+        # Everything the worker starts lands in its cgroup (where one can be made), so nothing it starts
+        # survives it, setsid and double forks included. It is added before it can run candidate code:
+        # the interpreter is still starting and importing torch.
+        self.cage = PidsCgroup.create(f"worker-{self.tag}", max_pids=MAX_WORKER_PIDS)
+        if self.cage is not None:
+            try:
+                self.cage.add(self.process.pid)
+            except OSError:
+                self.cage.remove()
+                self.cage = None
 
     def request(self, message: BaseModel, *, timeout_s: float) -> object:
         """Send one request and return the validated reply, or raise WorkerLost."""
@@ -131,9 +155,12 @@ class WorkerProcess:
             return None
 
     def kill(self) -> None:
-        """SIGKILL the whole process group and reap the worker."""
+        """SIGKILL the whole process group (and, with a cgroup, every process the worker started), then
+        reap the worker."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+        if self.cage is not None:
+            self.cage.kill_all()
         self.process.wait()
 
     @property
@@ -145,6 +172,8 @@ class WorkerProcess:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.kill()
+        if self.cage is not None:
+            self.cage.remove()
         remove_shm_files(self.tag)
         shutil.rmtree(self.directory, ignore_errors=True)
 

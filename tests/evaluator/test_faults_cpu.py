@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
+import pytest
+
 from cuda_agent_mcp.evaluator.job import Timeouts
+from cuda_agent_mcp.executors.cgroup import pids_cgroup_root
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut
 from cuda_agent_mcp.worker.__main__ import MAX_FILE_BYTES
 from tests.evaluator.conftest import HONEST
@@ -41,4 +47,63 @@ def test_sleeping_forever_in_init_is_a_load_timeout(run_judge) -> None:
     report = run_judge(sleeper, timeouts=Timeouts(load_s=5, call_s=10))
     assert isinstance(report.verdict, TimedOut), report.verdict
     assert report.verdict.phase == "load" and report.verdict.limit_s == 5
+    assert isinstance(run_judge(HONEST).verdict, Passed)
+
+
+needs_cgroup = pytest.mark.skipif(
+    pids_cgroup_root() is None, reason="no writable pids cgroup here: process groups only"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@needs_cgroup
+def test_a_process_that_escaped_with_setsid_and_a_double_fork_is_killed_too(run_judge, tmp_path) -> None:
+    marker = tmp_path / "escaped.pid"
+    escape = HONEST.replace(
+        "        return (x * self.scale).clamp_min(0)",
+        "        import os, time\n"
+        f"        if not os.path.exists({str(marker)!r}) and os.fork() == 0:\n"
+        "            os.setsid()\n"
+        "            if os.fork() == 0:\n"
+        f"                open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+        "                time.sleep(3600)\n"
+        "            os._exit(0)\n"
+        "        time.sleep(0.2)\n"
+        "        return (x * self.scale).clamp_min(0)",
+    )
+    report = run_judge(escape)
+    assert isinstance(report.verdict, Passed), report.verdict  # its outputs were right
+    escaped = int(marker.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(escaped) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(escaped), "a process the candidate started outlived its evaluation"
+
+
+@needs_cgroup
+def test_a_fork_bomb_stops_at_the_process_cap_and_leaves_nothing_behind(run_judge) -> None:
+    bomb = HONEST.replace(
+        "        return (x * self.scale).clamp_min(0)",
+        "        import os, time\n"
+        "        while True:\n"
+        "            try:\n"
+        "                os.fork()\n"
+        "            except OSError:\n"
+        "                break\n"
+        "        time.sleep(3600)",
+    )
+    root = pids_cgroup_root()
+    assert root is not None
+    before = set(root.glob("worker-*"))
+    report = run_judge(bomb, timeouts=Timeouts(load_s=60, call_s=10))
+    assert isinstance(report.verdict, TimedOut | Crashed), report.verdict
+    leftovers = [d for d in set(root.glob("worker-*")) - before if (d / "cgroup.procs").read_text().strip()]
+    assert not leftovers
     assert isinstance(run_judge(HONEST).verdict, Passed)

@@ -12,6 +12,7 @@ def test_an_honest_candidate_passes_every_trial(run_judge) -> None:
     report = run_judge(HONEST)
     assert isinstance(report.verdict, Passed), report.verdict
     assert report.verdict.trials == 4
+    assert report.environment["gpu"] == "cpu" and "process group" in report.environment["worker_isolation"]
     assert report.distributions == ["task", "shifted", "task", "shifted"]
 
 
