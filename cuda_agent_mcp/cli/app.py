@@ -255,6 +255,45 @@ def eval_command(
         raise typer.Exit(1)
 
 
+@app.command("serve")
+def serve_command(
+    http: Annotated[
+        str | None, typer.Option("--http", help="serve streamable HTTP on HOST:PORT instead of stdio")
+    ] = None,
+    insecure_local: Annotated[
+        bool, typer.Option("--insecure-local", help="allow HTTP without authentication, on 127.0.0.1 only")
+    ] = False,
+    root: Annotated[Path | None, typer.Option(help="where session workspaces are created")] = None,
+    tasks: TasksOption = None,
+) -> None:
+    """Run the MCP server (stdio by default): every tool, for IDE assistants and remote agents."""
+    try:
+        from cuda_agent_mcp.server.app import build_server
+        from cuda_agent_mcp.server.sessions import SessionRegistry
+    except ImportError as exc:
+        err.print(
+            f"[red]error:[/] the MCP server needs the mcp extra: pip install 'cuda-agent-mcp[mcp]' ({exc})"
+        )
+        raise typer.Exit(3) from None
+    if http is not None:
+        host, _, port = http.rpartition(":")
+        if not host or not port.isdigit():
+            err.print("[red]error:[/] --http wants HOST:PORT, e.g. 127.0.0.1:8765")
+            raise typer.Exit(2)
+        if not insecure_local or host not in ("127.0.0.1", "localhost"):
+            err.print(
+                "[red]error:[/] bearer-token authentication for HTTP is not built yet: serve with "
+                "--insecure-local on 127.0.0.1, or use stdio"
+            )
+            raise typer.Exit(2)
+    registry = SessionRegistry(root or default_cache_dir() / "sessions", _catalog(tasks))
+    server = build_server(registry)
+    if http is None:
+        server.run()  # stdout is the protocol from here on
+    else:
+        server.run(transport="streamable-http", host=host, port=int(port))
+
+
 @app.command("journal")
 def journal_command(
     limit: Annotated[int, typer.Option(help="show at most this many, newest first")] = 20,

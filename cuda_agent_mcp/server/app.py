@@ -1,0 +1,231 @@
+"""The MCP server: every tool of the tool layer, typed, with progress and readable errors.
+
+Tools take a `session_id` from `start_session`. Errors are raised as exceptions with a message the model
+can act on (the SDK turns them into `is_error` results); candidate faults are not errors but verdicts in
+the structured result. Long steps report progress (build steps; queue position on a shared GPU).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Annotated, ParamSpec, TypeVar
+
+import anyio
+import anyio.abc
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from cuda_agent_mcp.build import BuildProgress
+from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.results import BuildResult, EvalResult, ProfileResult, VerifyResult
+from cuda_agent_mcp.server.sessions import SessionInfo, SessionRegistry, SessionStatus
+from cuda_agent_mcp.tools import (
+    CompileRequest,
+    EvaluateRequest,
+    ProfileRequest,
+    TaskList,
+    TaskQuery,
+    VerifyRequest,
+    compile_kernels,
+    edit_file,
+    evaluate_kernels,
+    list_files,
+    list_tasks,
+    profile_kernels,
+    read_file,
+    search_files,
+    verify_kernels,
+    write_file,
+)
+from cuda_agent_mcp.tools.files import FileContent, FileEdited, FileList, FileWritten, SearchResult
+
+INSTRUCTIONS = """Write CUDA kernels that replace a PyTorch reference (KernelBench format) and have them
+compiled, verified and timed. Start with list_tasks and start_session; edit kernels/*.cu,
+kernels/*_binding.cpp and model_new.py (read SKILL.md in the workspace first); then compile, verify,
+profile, or evaluate (verify + profile + reward). model.py and the binding harness are protected."""
+
+SessionId = Annotated[str, Field(description="from start_session")]
+WorkspacePath = Annotated[
+    str, Field(description="a path inside the session's workspace, e.g. kernels/relu.cu")
+]
+T = TypeVar("T")
+P = ParamSpec("P")
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+def readable_errors(tool: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Our own errors (bad arguments, unknown session, protected file, infrastructure) reach the model
+    as their message; anything else is a crash the SDK logs and reports without internals."""
+
+    @functools.wraps(tool)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await tool(*args, **kwargs)
+        except CudaAgentError as exc:
+            retry = " (temporary: retrying may work)" if getattr(exc, "retryable", False) else ""
+            raise ToolError(f"{exc}{retry}") from exc
+
+    return wrapper
+
+
+def build_server(registry: SessionRegistry) -> MCPServer:
+    server = MCPServer("cuda-agent", instructions=INSTRUCTIONS)
+
+    @server.tool(name="list_tasks", annotations=READ_ONLY)
+    @readable_errors
+    async def list_tasks_tool(query: TaskQuery | None = None) -> TaskList:
+        """Tasks this server can start sessions on (bundled examples and configured sources)."""
+        return await list_tasks(registry.catalog, query)
+
+    @server.tool(annotations=WRITES)
+    @readable_errors
+    async def start_session(
+        task_id: Annotated[str | None, Field(description="a task id from list_tasks")] = None,
+        reference_source: Annotated[
+            str | None,
+            Field(description="KernelBench-format source: class Model, get_inputs, get_init_inputs"),
+        ] = None,
+        directory: Annotated[
+            str | None, Field(description="an existing workspace directory on the server's machine")
+        ] = None,
+    ) -> SessionInfo:
+        """Open a workspace for one task: give exactly one of task_id, reference_source or directory."""
+        session = await anyio.to_thread.run_sync(
+            lambda: registry.start(task_id=task_id, reference_source=reference_source, directory=directory)
+        )
+        return registry.info(session)
+
+    @server.tool(annotations=WRITES)
+    @readable_errors
+    async def end_session(session_id: SessionId) -> SessionInfo:
+        """Close a session; a workspace the server created is deleted (its journal history stays)."""
+        info = registry.info(registry.get(session_id))
+        registry.end(session_id)
+        return info
+
+    @server.tool(annotations=READ_ONLY)
+    @readable_errors
+    async def session_status(session_id: SessionId) -> SessionStatus:
+        """The session's files, best result so far and evaluation history (from the journal)."""
+        return registry.status(session_id)
+
+    @server.tool(name="read_file", annotations=READ_ONLY)
+    @readable_errors
+    async def read_file_tool(session_id: SessionId, path: WorkspacePath) -> FileContent:
+        """Read a text file of the workspace."""
+        return await read_file(registry.get(session_id), path)
+
+    @server.tool(name="write_file", annotations=WRITES)
+    @readable_errors
+    async def write_file_tool(session_id: SessionId, path: WorkspacePath, content: str) -> FileWritten:
+        """Create or replace a file of the workspace (protected harness files are refused)."""
+        return await write_file(registry.get(session_id), path, content)
+
+    @server.tool(name="edit_file", annotations=WRITES)
+    @readable_errors
+    async def edit_file_tool(
+        session_id: SessionId,
+        path: WorkspacePath,
+        old_text: Annotated[
+            str, Field(description="exact text to replace; must occur once unless replace_all")
+        ],
+        new_text: str,
+        replace_all: bool = False,
+    ) -> FileEdited:
+        """Replace exact text in a workspace file."""
+        return await edit_file(registry.get(session_id), path, old_text, new_text, replace_all=replace_all)
+
+    @server.tool(name="list_files", annotations=READ_ONLY)
+    @readable_errors
+    async def list_files_tool(session_id: SessionId, pattern: str = "**/*") -> FileList:
+        """Workspace files matching a glob pattern."""
+        return await list_files(registry.get(session_id), pattern)
+
+    @server.tool(name="search_files", annotations=READ_ONLY)
+    @readable_errors
+    async def search_files_tool(
+        session_id: SessionId,
+        regex: str,
+        pattern: str = "**/*",
+        max_hits: Annotated[int, Field(ge=1, le=1000)] = 200,
+    ) -> SearchResult:
+        """Lines matching a regular expression in workspace files."""
+        return await search_files(registry.get(session_id), regex, pattern, max_hits=max_hits)
+
+    @server.tool(name="compile", annotations=WRITES)
+    @readable_errors
+    async def compile_tool(
+        session_id: SessionId, ctx: Context, request: CompileRequest | None = None
+    ) -> BuildResult:
+        """Build the workspace's kernels incrementally; diagnostics name file, line and column."""
+        session = registry.get(session_id)
+        return await _with_progress(
+            ctx, lambda progress: compile_kernels(session, request, progress=progress)
+        )
+
+    @server.tool(name="verify", annotations=WRITES)
+    @readable_errors
+    async def verify_tool(
+        session_id: SessionId, ctx: Context, request: VerifyRequest | None = None
+    ) -> VerifyResult:
+        """Build, then check ModelNew against the reference on fresh secret inputs in a separate process."""
+        session = registry.get(session_id)
+        return await _with_progress(ctx, lambda progress: verify_kernels(session, request, progress=progress))
+
+    @server.tool(name="profile", annotations=WRITES)
+    @readable_errors
+    async def profile_tool(
+        session_id: SessionId, ctx: Context, request: ProfileRequest | None = None
+    ) -> ProfileResult:
+        """Build, then time ModelNew against PyTorch eager and torch.compile (every timed output rechecked)."""
+        session = registry.get(session_id)
+        return await _with_progress(
+            ctx, lambda progress: profile_kernels(session, request, progress=progress)
+        )
+
+    @server.tool(name="evaluate", annotations=WRITES)
+    @readable_errors
+    async def evaluate_tool(
+        session_id: SessionId, ctx: Context, request: EvaluateRequest | None = None
+    ) -> EvalResult:
+        """verify + profile + reward (paper milestones: -1 fail, 1 correct, 2 beats eager, 3 beats both)."""
+        session = registry.get(session_id)
+        return await _with_progress(
+            ctx, lambda progress: evaluate_kernels(session, request, progress=progress)
+        )
+
+    return server
+
+
+async def _with_progress(ctx: Context, work: Callable[[Callable[[BuildProgress], None]], Awaitable[T]]) -> T:
+    """Run `work`, forwarding its build progress as MCP progress notifications (a strictly rising count)."""
+    send, receive = anyio.create_memory_object_stream[BuildProgress](100)
+    result: list[T] = []
+
+    async def forward() -> None:
+        step = 0
+        async with receive:
+            async for event in receive:
+                step += 1
+                await ctx.report_progress(step, message=f"{event.stage}: {event.message}")
+
+    async def run() -> None:
+        async with send:
+            result.append(await work(lambda event: _offer(send, event)))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(forward)
+        await run()
+    return result[0]
+
+
+def _offer(send: anyio.abc.ObjectSendStream[BuildProgress], event: BuildProgress) -> None:
+    # Progress is best effort: never slow the build for it.
+    with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        send.send_nowait(event)

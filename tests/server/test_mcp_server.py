@@ -1,0 +1,152 @@
+"""The MCP server through the official SDK client: in memory and over stdio (a real subprocess)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from cuda_agent_mcp.server.app import build_server
+from cuda_agent_mcp.server.sessions import SessionRegistry
+from cuda_agent_mcp.tasks import TaskCatalog
+from tests.conftest import EXAMPLES, REPO
+
+pytestmark = pytest.mark.nvcc
+
+SMALL_RELU = (
+    (EXAMPLES / "relu" / "model.py")
+    .read_text()
+    .replace("batch_size = 4096\ndim = 8192", "batch_size = 8\ndim = 16")
+)
+TORCH_MODEL_NEW = (
+    "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+    "    def forward(self, x):\n        return x.clamp_min(0)\n"
+)
+TOOLS = {
+    "list_tasks", "start_session", "end_session", "session_status", "read_file", "write_file", "edit_file",
+    "list_files", "search_files", "compile", "verify", "profile", "evaluate",
+}  # fmt: skip
+
+
+@pytest.fixture
+def server(tmp_path: Path, shared_build_cache: Path):
+    return build_server(SessionRegistry(tmp_path / "sessions", TaskCatalog(), cache_dir=shared_build_cache))
+
+
+def run(work):
+    return anyio.run(work)
+
+
+def test_every_tool_is_listed_with_input_and_output_schemas(server) -> None:
+    async def work():
+        async with Client(server) as client:
+            return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    tools = run(work)
+    assert set(tools) == TOOLS
+    assert "session_id" in tools["compile"].input_schema["properties"]
+    assert tools["compile"].output_schema is not None and "ok" in tools["compile"].output_schema["properties"]
+    assert "verdict" in tools["verify"].output_schema["properties"]
+    assert tools["read_file"].annotations is not None and tools["read_file"].annotations.read_only_hint
+
+
+def test_a_whole_session_writes_compiles_verifies_profiles_and_keeps_history(server) -> None:
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    async def work():
+        async with Client(server) as client:
+            started = await client.call_tool("start_session", {"reference_source": SMALL_RELU})
+            assert not started.is_error, started.content
+            session = started.structured_content["session_id"]
+            assert "SKILL.md" in started.structured_content["files"]
+            for name in ("relu.cu", "relu_binding.cpp"):
+                text = (EXAMPLES / "relu" / "kernels" / name).read_text()
+                written = await client.call_tool(
+                    "write_file", {"session_id": session, "path": f"kernels/{name}", "content": text}
+                )
+                assert not written.is_error, written.content
+            await client.call_tool(
+                "write_file", {"session_id": session, "path": "model_new.py", "content": TORCH_MODEL_NEW}
+            )
+            built = await client.call_tool("compile", {"session_id": session}, progress_callback=on_progress)
+            assert not built.is_error and built.structured_content["ok"], built.content
+            cpu = {"device": "cpu", "audit": False, "trials": 2}
+            verified = await client.call_tool("verify", {"session_id": session, "request": cpu})
+            assert verified.structured_content["verdict"]["status"] == "passed", verified.content
+            audited = await client.call_tool("verify", {"session_id": session, "request": {"device": "cpu"}})
+            assert audited.structured_content["verdict"]["reason"] == "forbidden_op"
+            profiled = await client.call_tool(
+                "profile", {"session_id": session, "request": {"device": "cpu", "baselines": "skip"}}
+            )
+            assert profiled.structured_content["verdict"]["status"] == "passed", profiled.content
+            status = await client.call_tool("session_status", {"session_id": session})
+            kinds = [(r["kind"], r["verdict"]) for r in status.structured_content["history"]]
+            assert kinds == [("profile", "passed"), ("verify", "rejected"), ("verify", "passed")]
+            ended = await client.call_tool("end_session", {"session_id": session})
+            assert not ended.is_error
+            return Path(ended.structured_content["workspace"])
+
+    workspace = run(work)
+    assert not workspace.exists()  # the server made it, the server removed it
+    assert progress and [v for v, _ in progress] == sorted(v for v, _ in progress)
+    assert any(message and message.startswith("compile") for _, message in progress)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("read_file", {"session_id": "nope", "path": "model.py"}, "no session 'nope'"),
+        ("start_session", {"task_id": "examples/relu", "reference_source": "x"}, "exactly one of"),
+        ("start_session", {"task_id": "no/such/task"}, "no/such/task"),
+        ("start_session", {"reference_source": "import torch\n"}, "Model"),
+        ("write_file", {"path": "model.py", "content": "x"}, "protected"),
+        ("write_file", {"path": "../outside.py", "content": "x"}, "outside"),
+        ("verify", {"request": {"trials": 0}}, "greater than or equal to 1"),
+    ],
+)
+def test_bad_arguments_come_back_as_readable_errors(
+    server, tool: str, arguments: dict, expected: str
+) -> None:
+    async def work():
+        async with Client(server) as client:
+            if "session_id" not in arguments and tool != "start_session":
+                started = await client.call_tool("start_session", {"reference_source": SMALL_RELU})
+                arguments["session_id"] = started.structured_content["session_id"]
+            return await client.call_tool(tool, arguments)
+
+    result = run(work)
+    assert result.is_error
+    text = " ".join(getattr(part, "text", "") for part in result.content)
+    assert expected in text, text
+    assert "Traceback" not in text
+
+
+def test_the_server_speaks_mcp_over_stdio(tmp_path: Path, shared_build_cache: Path) -> None:
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "cuda_agent_mcp", "serve", "--root", str(tmp_path / "sessions")],
+        env={
+            "PATH": os.environ["PATH"],
+            "HOME": os.environ.get("HOME", "/root"),
+            "PYTHONPATH": str(REPO),
+            "CUDA_AGENT_CACHE": str(shared_build_cache),
+        },
+    )
+
+    async def work():
+        async with Client(parameters) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            listing = await client.call_tool("list_tasks", {"query": {"contains": "relu"}})
+            return names, listing
+
+    names, listing = run(work)
+    assert names == TOOLS
+    ids = [task["id"] for task in listing.structured_content["tasks"]]
+    assert "examples/relu" in ids and all("relu" in i for i in ids)
