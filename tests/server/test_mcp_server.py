@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -150,3 +152,46 @@ def test_the_server_speaks_mcp_over_stdio(tmp_path: Path, shared_build_cache: Pa
     assert names == TOOLS
     ids = [task["id"] for task in listing.structured_content["tasks"]]
     assert "examples/relu" in ids and all("relu" in i for i in ids)
+
+
+INSPECTOR = os.environ.get("CUDA_AGENT_MCP_INSPECTOR") or str(
+    Path("/tmp/insp/node_modules/.bin/mcp-inspector")
+)
+
+
+@pytest.mark.skipif(
+    not Path(INSPECTOR).exists(), reason="MCP Inspector CLI not installed (.ci/run installs it)"
+)
+def test_the_mcp_inspector_cli_lists_and_calls_tools(tmp_path: Path, shared_build_cache: Path) -> None:
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "CUDA_AGENT_CACHE": str(shared_build_cache)}
+    server = [sys.executable, "-m", "cuda_agent_mcp", "serve", "--root", str(tmp_path / "sessions")]
+
+    def inspect(*method: str) -> dict:
+        done = subprocess.run(
+            [INSPECTOR, "--cli", *server, *method],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)
+
+    listed = inspect("--method", "tools/list")
+    assert {tool["name"] for tool in listed["tools"]} == TOOLS
+    called = inspect(
+        "--method", "tools/call", "--tool-name", "start_session", "--tool-arg", "task_id=examples/relu"
+    )
+    assert not called.get("isError"), called
+    assert called["structuredContent"]["task_id"] == "examples/relu"
+    refused = inspect(
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read_file",
+        "--tool-arg",
+        "session_id=nope",
+        "--tool-arg",
+        "path=model.py",
+    )
+    assert refused.get("isError") and "no session 'nope'" in refused["content"][0]["text"]
