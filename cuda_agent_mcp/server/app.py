@@ -43,6 +43,9 @@ from cuda_agent_mcp.tools import (
     write_file,
 )
 from cuda_agent_mcp.tools.files import FileContent, FileEdited, FileList, FileWritten, SearchResult
+from cuda_agent_mcp.tools.gpu import gpu_specs
+from cuda_agent_mcp.tools.run import RunRequest, RunResult, run_command
+from cuda_agent_mcp.workspace import harness_text
 
 INSTRUCTIONS = """Write CUDA kernels that replace a PyTorch reference (KernelBench format) and have them
 compiled, verified and timed. Start with list_tasks and start_session; edit kernels/*.cu,
@@ -200,7 +203,46 @@ def build_server(registry: SessionRegistry) -> MCPServer:
             ctx, lambda progress: evaluate_kernels(session, request, progress=progress)
         )
 
+    @server.tool(name="run", annotations=WRITES)
+    @readable_errors
+    async def run_tool(session_id: SessionId, request: RunRequest) -> RunResult:
+        """Run a command in the workspace (e.g. a tuning script) in the sandbox: no network, limits, killed
+        with its whole process tree at the time limit; stdout and stderr come back capped."""
+        return await run_command(registry.get(session_id), request)
+
+    @server.resource("session://{session_id}/reference", mime_type="text/x-python")
+    def reference_resource(session_id: str) -> str:
+        """The task's reference program (model.py as the harness keeps it)."""
+        return registry.get(session_id).workspace.reference_code
+
+    @server.resource("session://{session_id}/history", mime_type="application/json")
+    def history_resource(session_id: str) -> str:
+        """The session's status and evaluation history, as JSON."""
+        return registry.status(session_id).model_dump_json(indent=1)
+
+    @server.resource("guide://skill", mime_type="text/markdown")
+    def skill_resource() -> str:
+        """How to write kernels for this workspace: layout, rules, workflow (the workspace's SKILL.md)."""
+        return harness_text("SKILL.md")
+
+    @server.resource("gpu://specs", mime_type="application/json")
+    def gpu_resource() -> str:
+        """The machine's GPUs (name, memory, driver) and their published peak bandwidth."""
+        return gpu_specs().model_dump_json(indent=1)
+
+    @server.prompt()
+    def optimize_kernel(session_id: str) -> str:
+        """Start an optimization loop on a session's task."""
+        return OPTIMIZE_PROMPT.format(session_id=session_id)
+
     return server
+
+
+OPTIMIZE_PROMPT = """You are optimizing session {session_id}. Read guide://skill and
+session://{session_id}/reference. Write kernels/<name>.cu (pure CUDA, an extern "C" launcher),
+kernels/<name>_binding.cpp (REGISTER_BINDING) and model_new.py (class ModelNew calling cuda_extension).
+Loop: compile until it builds, verify until it passes, then profile and make it faster than both PyTorch
+eager and torch.compile; finish with evaluate. Never call PyTorch compute ops in ModelNew.forward."""
 
 
 async def _with_progress(ctx: Context, work: Callable[[Callable[[BuildProgress], None]], Awaitable[T]]) -> T:

@@ -31,7 +31,7 @@ TORCH_MODEL_NEW = (
 )
 TOOLS = {
     "list_tasks", "start_session", "end_session", "session_status", "read_file", "write_file", "edit_file",
-    "list_files", "search_files", "compile", "verify", "profile", "evaluate",
+    "list_files", "search_files", "compile", "verify", "profile", "evaluate", "run",
 }  # fmt: skip
 
 
@@ -195,3 +195,54 @@ def test_the_mcp_inspector_cli_lists_and_calls_tools(tmp_path: Path, shared_buil
         "path=model.py",
     )
     assert refused.get("isError") and "no session 'nope'" in refused["content"][0]["text"]
+
+
+def test_run_executes_in_the_workspace_without_network_and_is_killed_at_its_limit(server) -> None:
+    probe = "import os, socket\nprint(os.getcwd())\nsocket.create_connection(('1.1.1.1', 80), timeout=2)\n"
+
+    async def work():
+        async with Client(server) as client:
+            started = await client.call_tool("start_session", {"reference_source": SMALL_RELU})
+            session = started.structured_content["session_id"]
+            await client.call_tool(
+                "write_file", {"session_id": session, "path": "probe.py", "content": probe}
+            )
+            networked = await client.call_tool(
+                "run", {"session_id": session, "request": {"argv": [sys.executable, "probe.py"]}}
+            )
+            slow = await client.call_tool(
+                "run",
+                {"session_id": session, "request": {"argv": ["sleep", "30"], "timeout_s": 1}},
+            )
+            return (
+                started.structured_content["workspace"],
+                networked.structured_content,
+                slow.structured_content,
+            )
+
+    workspace, networked, slow = run(work)
+    assert networked["process"]["returncode"] != 0
+    assert workspace in networked["process"]["output"]
+    if "network" in networked["isolation"]:
+        assert "unreachable" in networked["process"]["output"] or "Errno" in networked["process"]["output"]
+    assert slow["process"]["timed_out"] and slow["process"]["wall_s"] < 10
+
+
+def test_resources_and_the_prompt(server) -> None:
+    async def work():
+        async with Client(server) as client:
+            started = await client.call_tool("start_session", {"reference_source": SMALL_RELU})
+            session = started.structured_content["session_id"]
+            reference = await client.read_resource(f"session://{session}/reference")
+            skill = await client.read_resource("guide://skill")
+            gpus = await client.read_resource("gpu://specs")
+            history = await client.read_resource(f"session://{session}/history")
+            prompt = await client.get_prompt("optimize_kernel", {"session_id": session})
+            return session, reference, skill, gpus, history, prompt
+
+    session, reference, skill, gpus, history, prompt = run(work)
+    assert reference.contents[0].text == SMALL_RELU
+    assert "REGISTER_BINDING" in skill.contents[0].text
+    assert "gpus" in json.loads(gpus.contents[0].text)
+    assert json.loads(history.contents[0].text)["history"] == []
+    assert session in prompt.messages[0].content.text

@@ -1,0 +1,60 @@
+"""What GPUs this machine has, from `nvidia-smi` (no torch, no CUDA context), plus known peak figures."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cuda_agent_mcp.evaluator.timing import PEAK_BANDWIDTH_BYTES_PER_S
+
+
+class GpuSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    name: str
+    memory_mib: int | None
+    driver: str | None
+    peak_bandwidth_gb_s: float | None = Field(
+        description="published DRAM bandwidth; the physical floor uses it"
+    )
+
+
+class GpuSpecs(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gpus: list[GpuSpec]
+    note: str = ""
+
+
+def gpu_specs() -> GpuSpecs:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return GpuSpecs(gpus=[], note="no nvidia-smi here: builds work, kernels cannot run on this machine")
+    try:
+        done = subprocess.run(
+            [smi, "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return GpuSpecs(gpus=[], note=f"nvidia-smi failed: {exc}")
+    gpus = []
+    for line in done.stdout.splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) != 4 or not fields[0].isdigit():
+            continue
+        bandwidth = next((b for key, b in PEAK_BANDWIDTH_BYTES_PER_S.items() if key in fields[1]), None)
+        gpus.append(
+            GpuSpec(
+                index=int(fields[0]),
+                name=fields[1],
+                memory_mib=int(fields[2]) if fields[2].isdigit() else None,
+                driver=fields[3] or None,
+                peak_bandwidth_gb_s=bandwidth / 1e9 if bandwidth else None,
+            )
+        )
+    return GpuSpecs(gpus=gpus, note="" if gpus else (done.stderr.strip()[:300] or "no GPU listed"))
