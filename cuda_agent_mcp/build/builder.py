@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
+from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict
 
 from cuda_agent_mcp.build.cache import BuildCache, ObjectRecord, copy_atomically
@@ -283,6 +284,15 @@ class Builder:
         return outcomes
 
     async def _compile(self, unit: _Unit, staging: Path, flags: BuildFlags) -> _UnitOutcome:
+        # One compile per object key at a time in this process: concurrent sessions building the same
+        # harness binding or kernel wait for the first and then find it in the cache.
+        async with _unit_lock(unit.key):
+            cached = self.cache.lookup_object(unit.key)
+            if cached is not None:
+                return _UnitOutcome(unit, "cached", cached, 0.0, list(cached.diagnostics))
+            return await self._compile_now(unit, staging, flags)
+
+    async def _compile_now(self, unit: _Unit, staging: Path, flags: BuildFlags) -> _UnitOutcome:
         output = f"{unit.file}.o"
         build = nvcc_command if unit.kind == "cu" else cxx_command
         argv = build(self.toolchain, flags, unit.file, output, ["."])
@@ -388,3 +398,16 @@ def _failure_summary(failed: list[_UnitOutcome], diagnostics: list[Diagnostic]) 
     if first.line is not None:
         where += f":{first.line}" + (f":{first.column}" if first.column else "")
     return f"{len(errors)} error(s) in {names}; first: {where}: {first.message}"
+
+
+_UNIT_LOCKS: RunVar[dict[str, anyio.Lock]] = RunVar("cuda_agent_unit_locks")
+
+
+def _unit_lock(key: str) -> anyio.Lock:
+    """The lock for one object key, per event loop (anyio RunVar)."""
+    try:
+        locks = _UNIT_LOCKS.get()
+    except LookupError:
+        locks = {}
+        _UNIT_LOCKS.set(locks)
+    return locks.setdefault(key, anyio.Lock())

@@ -260,8 +260,12 @@ def serve_command(
     http: Annotated[
         str | None, typer.Option("--http", help="serve streamable HTTP on HOST:PORT instead of stdio")
     ] = None,
+    tokens_file: Annotated[
+        Path | None,
+        typer.Option(help="HTTP bearer tokens, one 'CLIENT_ID TOKEN' per line (else $CUDA_AGENT_MCP_TOKEN)"),
+    ] = None,
     insecure_local: Annotated[
-        bool, typer.Option("--insecure-local", help="allow HTTP without authentication, on 127.0.0.1 only")
+        bool, typer.Option("--insecure-local", help="allow HTTP without tokens, on 127.0.0.1 only")
     ] = False,
     root: Annotated[Path | None, typer.Option(help="where session workspaces are created")] = None,
     tasks: TasksOption = None,
@@ -269,29 +273,34 @@ def serve_command(
     """Run the MCP server (stdio by default): every tool, for IDE assistants and remote agents."""
     try:
         from cuda_agent_mcp.server.app import build_server
+        from cuda_agent_mcp.server.auth import StaticTokens
         from cuda_agent_mcp.server.sessions import SessionRegistry
     except ImportError as exc:
         err.print(
             f"[red]error:[/] the MCP server needs the mcp extra: pip install 'cuda-agent-mcp[mcp]' ({exc})"
         )
         raise typer.Exit(3) from None
-    if http is not None:
-        host, _, port = http.rpartition(":")
-        if not host or not port.isdigit():
-            err.print("[red]error:[/] --http wants HOST:PORT, e.g. 127.0.0.1:8765")
-            raise typer.Exit(2)
-        if not insecure_local or host not in ("127.0.0.1", "localhost"):
-            err.print(
-                "[red]error:[/] bearer-token authentication for HTTP is not built yet: serve with "
-                "--insecure-local on 127.0.0.1, or use stdio"
-            )
-            raise typer.Exit(2)
     registry = SessionRegistry(root or default_cache_dir() / "sessions", _catalog(tasks))
-    server = build_server(registry)
     if http is None:
-        server.run()  # stdout is the protocol from here on
-    else:
-        server.run(transport="streamable-http", host=host, port=int(port))
+        build_server(registry).run()  # stdout is the protocol from here on
+        return
+    host, _, port = http.rpartition(":")
+    if not host or not port.isdigit():
+        err.print("[red]error:[/] --http wants HOST:PORT, e.g. 127.0.0.1:8765")
+        raise typer.Exit(2)
+    try:
+        tokens = StaticTokens.load(tokens_file)
+    except (OSError, CudaAgentError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    if tokens is None and not (insecure_local and host in ("127.0.0.1", "localhost")):
+        err.print(
+            "[red]error:[/] HTTP needs bearer tokens (--tokens-file or $CUDA_AGENT_MCP_TOKEN); "
+            "--insecure-local serves without them, on 127.0.0.1 only"
+        )
+        raise typer.Exit(2)
+    server = build_server(registry, tokens=tokens, url=f"http://{host}:{port}")
+    server.run(transport="streamable-http", host=host, port=int(port))
 
 
 @app.command("journal")

@@ -15,6 +15,9 @@ from typing import Annotated, ParamSpec, TypeVar
 import anyio
 import anyio.abc
 from mcp.server import MCPServer
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
@@ -23,7 +26,7 @@ from pydantic import Field
 from cuda_agent_mcp.build import BuildProgress
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.results import BuildResult, EvalResult, ProfileResult, VerifyResult
-from cuda_agent_mcp.server.sessions import SessionInfo, SessionRegistry, SessionStatus
+from cuda_agent_mcp.server.sessions import LOCAL_CLIENT, SessionInfo, SessionRegistry, SessionStatus
 from cuda_agent_mcp.tools import (
     CompileRequest,
     EvaluateRequest,
@@ -77,8 +80,22 @@ def readable_errors(tool: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]
     return wrapper
 
 
-def build_server(registry: SessionRegistry) -> MCPServer:
-    server = MCPServer("cuda-agent", instructions=INSTRUCTIONS)
+def _client() -> str:
+    """Who is calling: the client id of the bearer token over HTTP, else the local user (stdio)."""
+    token = get_access_token()
+    return token.client_id if token is not None else LOCAL_CLIENT
+
+
+def build_server(
+    registry: SessionRegistry, *, tokens: TokenVerifier | None = None, url: str | None = None
+) -> MCPServer:
+    """The server. With `tokens` (HTTP) every request needs a bearer token and sessions belong to its
+    client; `url` is where the server is reached (for the OAuth resource metadata)."""
+    auth = None
+    if tokens is not None:
+        assert url is not None
+        auth = AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp", required_scopes=[])
+    server = MCPServer("cuda-agent", instructions=INSTRUCTIONS, token_verifier=tokens, auth=auth)
 
     @server.tool(name="list_tasks", annotations=READ_ONLY)
     @readable_errors
@@ -99,8 +116,11 @@ def build_server(registry: SessionRegistry) -> MCPServer:
         ] = None,
     ) -> SessionInfo:
         """Open a workspace for one task: give exactly one of task_id, reference_source or directory."""
+        client = _client()
         session = await anyio.to_thread.run_sync(
-            lambda: registry.start(task_id=task_id, reference_source=reference_source, directory=directory)
+            lambda: registry.start(
+                client=client, task_id=task_id, reference_source=reference_source, directory=directory
+            )
         )
         return registry.info(session)
 
@@ -108,27 +128,27 @@ def build_server(registry: SessionRegistry) -> MCPServer:
     @readable_errors
     async def end_session(session_id: SessionId) -> SessionInfo:
         """Close a session; a workspace the server created is deleted (its journal history stays)."""
-        info = registry.info(registry.get(session_id))
-        registry.end(session_id)
+        info = registry.info(registry.get(session_id, _client()))
+        registry.end(session_id, _client())
         return info
 
     @server.tool(annotations=READ_ONLY)
     @readable_errors
     async def session_status(session_id: SessionId) -> SessionStatus:
         """The session's files, best result so far and evaluation history (from the journal)."""
-        return registry.status(session_id)
+        return registry.status(session_id, _client())
 
     @server.tool(name="read_file", annotations=READ_ONLY)
     @readable_errors
     async def read_file_tool(session_id: SessionId, path: WorkspacePath) -> FileContent:
         """Read a text file of the workspace."""
-        return await read_file(registry.get(session_id), path)
+        return await read_file(registry.get(session_id, _client()), path)
 
     @server.tool(name="write_file", annotations=WRITES)
     @readable_errors
     async def write_file_tool(session_id: SessionId, path: WorkspacePath, content: str) -> FileWritten:
         """Create or replace a file of the workspace (protected harness files are refused)."""
-        return await write_file(registry.get(session_id), path, content)
+        return await write_file(registry.get(session_id, _client()), path, content)
 
     @server.tool(name="edit_file", annotations=WRITES)
     @readable_errors
@@ -142,13 +162,15 @@ def build_server(registry: SessionRegistry) -> MCPServer:
         replace_all: bool = False,
     ) -> FileEdited:
         """Replace exact text in a workspace file."""
-        return await edit_file(registry.get(session_id), path, old_text, new_text, replace_all=replace_all)
+        return await edit_file(
+            registry.get(session_id, _client()), path, old_text, new_text, replace_all=replace_all
+        )
 
     @server.tool(name="list_files", annotations=READ_ONLY)
     @readable_errors
     async def list_files_tool(session_id: SessionId, pattern: str = "**/*") -> FileList:
         """Workspace files matching a glob pattern."""
-        return await list_files(registry.get(session_id), pattern)
+        return await list_files(registry.get(session_id, _client()), pattern)
 
     @server.tool(name="search_files", annotations=READ_ONLY)
     @readable_errors
@@ -159,7 +181,7 @@ def build_server(registry: SessionRegistry) -> MCPServer:
         max_hits: Annotated[int, Field(ge=1, le=1000)] = 200,
     ) -> SearchResult:
         """Lines matching a regular expression in workspace files."""
-        return await search_files(registry.get(session_id), regex, pattern, max_hits=max_hits)
+        return await search_files(registry.get(session_id, _client()), regex, pattern, max_hits=max_hits)
 
     @server.tool(name="compile", annotations=WRITES)
     @readable_errors
@@ -167,7 +189,7 @@ def build_server(registry: SessionRegistry) -> MCPServer:
         session_id: SessionId, ctx: Context, request: CompileRequest | None = None
     ) -> BuildResult:
         """Build the workspace's kernels incrementally; diagnostics name file, line and column."""
-        session = registry.get(session_id)
+        session = registry.get(session_id, _client())
         return await _with_progress(
             ctx, lambda progress: compile_kernels(session, request, progress=progress)
         )
@@ -178,7 +200,7 @@ def build_server(registry: SessionRegistry) -> MCPServer:
         session_id: SessionId, ctx: Context, request: VerifyRequest | None = None
     ) -> VerifyResult:
         """Build, then check ModelNew against the reference on fresh secret inputs in a separate process."""
-        session = registry.get(session_id)
+        session = registry.get(session_id, _client())
         return await _with_progress(ctx, lambda progress: verify_kernels(session, request, progress=progress))
 
     @server.tool(name="profile", annotations=WRITES)
@@ -187,7 +209,7 @@ def build_server(registry: SessionRegistry) -> MCPServer:
         session_id: SessionId, ctx: Context, request: ProfileRequest | None = None
     ) -> ProfileResult:
         """Build, then time ModelNew against PyTorch eager and torch.compile (every timed output rechecked)."""
-        session = registry.get(session_id)
+        session = registry.get(session_id, _client())
         return await _with_progress(
             ctx, lambda progress: profile_kernels(session, request, progress=progress)
         )
@@ -198,7 +220,7 @@ def build_server(registry: SessionRegistry) -> MCPServer:
         session_id: SessionId, ctx: Context, request: EvaluateRequest | None = None
     ) -> EvalResult:
         """verify + profile + reward (paper milestones: -1 fail, 1 correct, 2 beats eager, 3 beats both)."""
-        session = registry.get(session_id)
+        session = registry.get(session_id, _client())
         return await _with_progress(
             ctx, lambda progress: evaluate_kernels(session, request, progress=progress)
         )
@@ -208,17 +230,17 @@ def build_server(registry: SessionRegistry) -> MCPServer:
     async def run_tool(session_id: SessionId, request: RunRequest) -> RunResult:
         """Run a command in the workspace (e.g. a tuning script) in the sandbox: no network, limits, killed
         with its whole process tree at the time limit; stdout and stderr come back capped."""
-        return await run_command(registry.get(session_id), request)
+        return await run_command(registry.get(session_id, _client()), request)
 
     @server.resource("session://{session_id}/reference", mime_type="text/x-python")
     def reference_resource(session_id: str) -> str:
         """The task's reference program (model.py as the harness keeps it)."""
-        return registry.get(session_id).workspace.reference_code
+        return registry.get(session_id, _client()).workspace.reference_code
 
     @server.resource("session://{session_id}/history", mime_type="application/json")
     def history_resource(session_id: str) -> str:
         """The session's status and evaluation history, as JSON."""
-        return registry.status(session_id).model_dump_json(indent=1)
+        return registry.status(session_id, _client()).model_dump_json(indent=1)
 
     @server.resource("guide://skill", mime_type="text/markdown")
     def skill_resource() -> str:

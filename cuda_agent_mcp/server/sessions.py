@@ -22,6 +22,8 @@ from cuda_agent_mcp.tools.journal import JournalRecord
 from cuda_agent_mcp.workspace import PROTECTED_FILES
 from cuda_agent_mcp.workspace import files as workspace_files
 
+LOCAL_CLIENT = "local"  # stdio and in-process clients: whoever started the server
+
 
 class SessionNotFound(UsageError):
     def __init__(self, session_id: str) -> None:
@@ -51,41 +53,49 @@ class SessionStatus(BaseModel):
 
 
 class SessionRegistry:
-    """Sessions by id; thread-safe (plain-def tools run in worker threads)."""
+    """Sessions by id, each belonging to the client that started it; thread-safe."""
 
     def __init__(
-        self, root: Path, catalog: TaskCatalog, *, max_sessions: int = 64, cache_dir: Path | None = None
+        self,
+        root: Path,
+        catalog: TaskCatalog,
+        *,
+        max_sessions: int = 256,
+        max_sessions_per_client: int = 64,
+        cache_dir: Path | None = None,
     ) -> None:
         self.root = root
         self.catalog = catalog
         self.max_sessions = max_sessions
+        self.max_sessions_per_client = max_sessions_per_client
         self.cache_dir = cache_dir
         self._sessions: dict[str, Session] = {}
-        self._owned: set[str] = set()
+        self._clients: dict[str, str] = {}  # session id -> the client that started it
+        self._owned: set[str] = set()  # sessions whose workspace the server created
         self._lock = threading.Lock()
 
     def start(
-        self, *, task_id: str | None = None, reference_source: str | None = None, directory: str | None = None
+        self,
+        *,
+        client: str = LOCAL_CLIENT,
+        task_id: str | None = None,
+        reference_source: str | None = None,
+        directory: str | None = None,
     ) -> Session:
-        given = [
-            name
-            for name, value in (
-                ("task_id", task_id),
-                ("reference_source", reference_source),
-                ("directory", directory),
-            )
-            if value
-        ]
+        given = [value for value in (task_id, reference_source, directory) if value]
         if len(given) != 1:
             raise UsageError("give exactly one of task_id, reference_source or directory")
         with self._lock:
             if len(self._sessions) >= self.max_sessions:
                 raise UsageError(f"this server holds at most {self.max_sessions} sessions: end one first")
+            if sum(1 for c in self._clients.values() if c == client) >= self.max_sessions_per_client:
+                raise UsageError(
+                    f"a client may hold at most {self.max_sessions_per_client} sessions: end one first"
+                )
         options = {"cache_dir": self.cache_dir} if self.cache_dir else {}
         session_id = uuid.uuid4().hex[:12]
         if directory:
             session = Session.open(directory, id=session_id, **options)
-            owned = False
         else:
             task = (
                 self.catalog.get(task_id)
@@ -99,27 +109,29 @@ class SessionRegistry:
                 )
             )
             session = Session.create(task, self.root / session_id, id=session_id, **options)
-            owned = True
         with self._lock:
             self._sessions[session.id] = session
-            if owned:
+            self._clients[session.id] = client
+            if not directory:
                 self._owned.add(session.id)
         return session
 
-    def get(self, session_id: str) -> Session:
+    def get(self, session_id: str, client: str = LOCAL_CLIENT) -> Session:
+        """The session, if `client` started it: another client's session does not exist for it."""
         with self._lock:
             session = self._sessions.get(session_id)
-        if session is None:
+            mine = self._clients.get(session_id) == client
+        if session is None or not mine:
             raise SessionNotFound(session_id)
         return session
 
-    def end(self, session_id: str) -> None:
+    def end(self, session_id: str, client: str = LOCAL_CLIENT) -> None:
+        session = self.get(session_id, client)
         with self._lock:
-            session = self._sessions.pop(session_id, None)
+            self._sessions.pop(session_id, None)
+            self._clients.pop(session_id, None)
             owned = session_id in self._owned
             self._owned.discard(session_id)
-        if session is None:
-            raise SessionNotFound(session_id)
         if owned:
             shutil.rmtree(session.workspace.root, ignore_errors=True)
 
@@ -133,8 +145,8 @@ class SessionRegistry:
             protected=sorted(PROTECTED_FILES),
         )
 
-    def status(self, session_id: str) -> SessionStatus:
-        session = self.get(session_id)
+    def status(self, session_id: str, client: str = LOCAL_CLIENT) -> SessionStatus:
+        session = self.get(session_id, client)
         history = session.journal.records(session_id=session.id, limit=200)
         rewards = [
             r.result["reward"] for r in history if r.kind == "evaluate" and r.result and "reward" in r.result

@@ -27,7 +27,12 @@ def _servers() -> dict[str, dict]:
 
 
 def test_there_is_a_configuration_for_each_client() -> None:
-    assert set(_servers()) == {"claude_code.mcp.json", "cursor.mcp.json", "vscode.mcp.json", "codex.config.toml"}
+    assert set(_servers()) == {
+        "claude_code.mcp.json",
+        "cursor.mcp.json",
+        "vscode.mcp.json",
+        "codex.config.toml",
+    }
 
 
 @pytest.mark.parametrize(("name", "entry"), sorted(_servers().items()))

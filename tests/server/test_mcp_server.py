@@ -99,7 +99,7 @@ def test_a_whole_session_writes_compiles_verifies_profiles_and_keeps_history(ser
     workspace = run(work)
     assert not workspace.exists()  # the server made it, the server removed it
     assert progress and [v for v, _ in progress] == sorted(v for v, _ in progress)
-    assert any(message and message.startswith("compile") for _, message in progress)
+    assert any(message and message.startswith("plan:") for _, message in progress)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,118 @@
+"""The MCP server over streamable HTTP, as a real process: bearer tokens, clients isolated from each other,
+and many concurrent sessions."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import EXAMPLES, REPO
+
+pytestmark = pytest.mark.nvcc
+
+ALICE = "alice-" + "a" * 24
+BOB = "bob-" + "b" * 24
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def url(tmp_path: Path, shared_build_cache: Path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"# two clients\nalice {ALICE}\nbob {BOB}\n")
+    port = _free_port()
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "CUDA_AGENT_CACHE": str(shared_build_cache)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "cuda_agent_mcp", "serve", "--http", f"127.0.0.1:{port}",
+         "--tokens-file", str(tokens), "--root", str(tmp_path / "sessions")],
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert server.poll() is None, server.stderr.read().decode() if server.stderr else ""
+            time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}/mcp"
+    server.terminate()
+    server.wait(timeout=20)
+
+
+def _client(url: str, token: str):
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=300)
+    return http, Client(streamable_http_client(url, http_client=http))
+
+
+def test_requests_without_a_valid_bearer_token_are_refused(url: str) -> None:
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert httpx2.post(url, json=request).status_code == 401
+    wrong = httpx2.post(url, json=request, headers={"Authorization": "Bearer " + "x" * 30})
+    assert wrong.status_code == 401
+
+
+def test_one_client_cannot_see_or_touch_another_clients_session(url: str) -> None:
+    async def work():
+        http, alice = _client(url, ALICE)
+        async with http, alice:
+            started = await alice.call_tool("start_session", {"task_id": "examples/relu"})
+            session = started.structured_content["session_id"]
+        http, bob = _client(url, BOB)
+        async with http, bob:
+            read = await bob.call_tool("read_file", {"session_id": session, "path": "model.py"})
+            ended = await bob.call_tool("end_session", {"session_id": session})
+        http, alice = _client(url, ALICE)
+        async with http, alice:
+            mine = await alice.call_tool("read_file", {"session_id": session, "path": "model.py"})
+        return read, ended, mine
+
+    read, ended, mine = anyio.run(work)
+    assert read.is_error and "no session" in read.content[0].text
+    assert ended.is_error
+    assert not mine.is_error and "class Model" in mine.structured_content["content"]
+
+
+def test_thirty_two_concurrent_sessions_compile_without_failure(url: str) -> None:
+    kernels = {
+        name: (EXAMPLES / "relu" / "kernels" / name).read_text() for name in ("relu.cu", "relu_binding.cpp")
+    }
+
+    async def one(client: Client, results: list) -> None:
+        started = await client.call_tool("start_session", {"task_id": "examples/relu"})
+        session = started.structured_content["session_id"]
+        for name, text in kernels.items():
+            await client.call_tool(
+                "write_file", {"session_id": session, "path": f"kernels/{name}", "content": text}
+            )
+        built = await client.call_tool("compile", {"session_id": session})
+        content = built.structured_content or {}
+        results.append((built.is_error, content.get("ok"), content.get("summary") or built.content))
+
+    async def work():
+        results: list = []
+        http, client = _client(url, ALICE)
+        async with http, client, anyio.create_task_group() as group:
+            for _ in range(32):
+                group.start_soon(one, client, results)
+        return results
+
+    results = anyio.run(work)
+    assert len(results) == 32
+    assert all(not is_error and ok for is_error, ok, _ in results), results[:3]
