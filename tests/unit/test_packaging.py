@@ -1,5 +1,6 @@
 """The wheel carries every bundled example source (pyproject lists them one by one, so build outputs in
-examples/ stay out): a new example file that is not listed fails here."""
+examples/ stay out): a new example file that is not listed fails here. examples/mcp (client
+configurations, not tasks) is not bundled."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ def test_every_example_source_is_in_the_wheel_and_nothing_else() -> None:
         path.relative_to(REPO).as_posix()
         for path in EXAMPLES.rglob("*")
         if path.is_file()
+        and (EXAMPLES / path.relative_to(EXAMPLES).parts[0] / "model.py").exists()  # task examples only
         and path.suffix in (".py", ".cu", ".cpp", ".h", ".cuh", ".md")
         and "__pycache__" not in path.parts
     }
