@@ -134,6 +134,35 @@ class JudgeServer:
         return f"; its log ends:\n{text}" if text.strip() else ""
 
 
+class _Call:
+    """One job's link between the caller (who may cancel) and the thread talking to its server."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._server: JudgeServer | None = None
+        self._cancelled = False
+
+    def attach(self, server: JudgeServer) -> None:
+        with self._lock:
+            self._server = server
+            cancelled = self._cancelled
+        if cancelled:
+            server.kill()  # cancelled while the server was starting: the job never begins
+
+    def detach(self) -> bool:
+        """False when the call was cancelled (its server must not be reused)."""
+        with self._lock:
+            self._server = None
+            return not self._cancelled
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            server = self._server
+        if server is not None:
+            server.kill()
+
+
 class JudgePool:
     """Idle judge servers by environment (the GPU selection is part of it), reused across jobs."""
 
@@ -145,20 +174,36 @@ class JudgePool:
         self.started = 0
 
     async def run(self, job: EvalJob, env: Mapping[str, str], timeout_s: float) -> tuple[JudgeReport, float]:
-        """The job's report and how long starting a judge took for it (0 when a warm one was idle)."""
-        return await anyio.to_thread.run_sync(self._run_blocking, job, dict(env), timeout_s)
+        """The job's report and how long starting a judge took for it (0 when a warm one was idle).
+        Cancelling the caller kills the judge doing the job (and its worker): the work stops at once."""
+        call = _Call()
+        try:
+            return await anyio.to_thread.run_sync(
+                self._run_blocking, job, dict(env), timeout_s, call, abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            call.cancel()
+            raise
 
-    def _run_blocking(self, job: EvalJob, env: dict[str, str], timeout_s: float) -> tuple[JudgeReport, float]:
+    def _run_blocking(
+        self, job: EvalJob, env: dict[str, str], timeout_s: float, call: _Call
+    ) -> tuple[JudgeReport, float]:
         key = tuple(sorted(env.items()))
         with self._lock:
             idle = self._idle.get(key, [])
             server = idle.pop() if idle else None
         startup_s = 0.0
         if server is None or not server.alive:
-            server = JudgeServer(env, self.log_dir / f"judge-{os.getpid()}-{self.started}.log")
-            self.started += 1
+            with self._lock:
+                number = self.started
+                self.started += 1
+            server = JudgeServer(env, self.log_dir / f"judge-{os.getpid()}-{number}.log")
             startup_s = server.startup_s
-        report = server.run(job, timeout_s)  # kills the server on failure
+        call.attach(server)
+        report = server.run(job, timeout_s)  # kills the server on failure (and on cancellation)
+        if not call.detach():
+            server.kill()
+            raise JudgeUnavailable("the job was cancelled")
         with self._lock:
             idle = self._idle.setdefault(key, [])
             if len(idle) < self.max_idle_per_key:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import anyio
@@ -49,6 +50,13 @@ def session(tmp_path: Path, shared_build_cache: Path, pool: JudgePool) -> Sessio
 
 def _write_candidate(session: Session, suffix: str = "") -> None:
     (session.workspace.root / "model_new.py").write_text(TORCH_CANDIDATE.replace("{suffix}", suffix))
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _children_of(pid: int) -> set[int]:
@@ -110,3 +118,27 @@ def test_closing_the_pool_ends_its_servers(session: Session, pool: JudgePool) ->
     assert server.process.poll() is not None
     with pytest.raises(ProcessLookupError):
         os.kill(server.process.pid, 0)
+
+
+def test_cancelling_a_call_stops_its_judge_and_journals_the_cancellation(
+    session: Session, pool: JudgePool
+) -> None:
+    (session.workspace.root / "model_new.py").write_text(
+        TORCH_CANDIDATE.replace("{suffix}", "")
+        + "\nimport time\nModelNew.forward = lambda self, x: time.sleep(3600)\n"
+    )
+    hung = VerifyRequest(device="cpu", trials=1, audit=False, call_timeout_s=3600, timeout_s=3600)
+
+    async def cancel_after_the_job_starts() -> float:
+        started = time.monotonic()
+        with anyio.move_on_after(20):
+            await verify_kernels(session, hung)
+        return time.monotonic() - started
+
+    waited = anyio.run(cancel_after_the_job_starts)
+    assert waited < 60  # the cancellation was not held up by the hung job
+    assert not any(pool._idle.values()) or not any(s.alive for idle in pool._idle.values() for s in idle)
+    servers = [pid for pid in _children_of(os.getpid()) if b"cuda_agent_mcp.evaluator" in _cmdline(pid)]
+    assert not servers, "the cancelled job's judge is still running"
+    (latest, *_) = session.journal.records(session_id=session.id)
+    assert latest.status == "failed" and "Cancel" in (latest.error or "")
