@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
@@ -12,6 +11,7 @@ from cuda_agent_mcp.executors.cgroup import pids_cgroup_root
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut
 from cuda_agent_mcp.worker.__main__ import MAX_FILE_BYTES
 from tests.evaluator.conftest import HONEST
+from tests.processes import alive
 
 
 def test_a_gigabyte_printed_to_stdout_is_cut_off_and_reported(run_judge, tmp_path) -> None:
@@ -55,14 +55,6 @@ needs_cgroup = pytest.mark.skipif(
 )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @needs_cgroup
 def test_a_process_that_escaped_with_setsid_and_a_double_fork_is_killed_too(run_judge, tmp_path) -> None:
     marker = tmp_path / "escaped.pid"
@@ -82,9 +74,9 @@ def test_a_process_that_escaped_with_setsid_and_a_double_fork_is_killed_too(run_
     assert isinstance(report.verdict, Passed), report.verdict  # its outputs were right
     escaped = int(marker.read_text())
     deadline = time.monotonic() + 10
-    while _alive(escaped) and time.monotonic() < deadline:
+    while alive(escaped) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(escaped), "a process the candidate started outlived its evaluation"
+    assert not alive(escaped), "a process the candidate started outlived its evaluation"
 
 
 @needs_cgroup

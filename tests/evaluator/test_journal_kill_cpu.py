@@ -14,6 +14,7 @@ import pytest
 
 from cuda_agent_mcp.tools.journal import Journal
 from tests.conftest import EXAMPLES, REPO
+from tests.processes import alive, children, cmdline
 
 pytestmark = pytest.mark.nvcc
 
@@ -50,28 +51,6 @@ anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu", trials=1, 
 """
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if int(stat[1]) == pid and b"cuda_agent_mcp.evaluator" in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_kill_9_mid_verify_leaves_history_intact_and_the_job_interrupted(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
@@ -97,7 +76,7 @@ def test_kill_9_mid_verify_leaves_history_intact_and_the_job_interrupted(
     deadline = time.monotonic() + 120
     servers: list[int] = []
     while time.monotonic() < deadline and process.poll() is None:
-        servers = _children(process.pid)
+        servers = [pid for pid in children(process.pid) if b"cuda_agent_mcp.evaluator" in cmdline(pid)]
         running = [r for r in Journal(journal_path).records() if r.status == "running"]
         if servers and running:
             break
@@ -114,6 +93,6 @@ def test_kill_9_mid_verify_leaves_history_intact_and_the_job_interrupted(
     assert done.status == "done" and done.verdict == "passed" and done.result is not None
     # The judge server (and its workers) did not outlive the process that asked for the job.
     gone_by = time.monotonic() + 15
-    while any(_alive(pid) for pid in servers) and time.monotonic() < gone_by:
+    while any(alive(pid) for pid in servers) and time.monotonic() < gone_by:
         time.sleep(0.2)
-    assert servers and not any(_alive(pid) for pid in servers)
+    assert servers and not any(alive(pid) for pid in servers)

@@ -18,6 +18,7 @@ from cuda_agent_mcp.tools import Session, VerifyRequest, verify_kernels
 from cuda_agent_mcp.tools.evaluate import JudgeFailed
 from tests.conftest import EXAMPLES
 from tests.evaluator.test_tools_cpu import SMALL_INPUTS, TORCH_CANDIDATE
+from tests.processes import children, cmdline
 
 pytestmark = pytest.mark.nvcc
 
@@ -52,26 +53,6 @@ def _write_candidate(session: Session, suffix: str = "") -> None:
     (session.workspace.root / "model_new.py").write_text(TORCH_CANDIDATE.replace("{suffix}", suffix))
 
 
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
-def _children_of(pid: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.add(int(entry.name))
-    return found
-
-
 def test_one_judge_server_serves_consecutive_jobs_and_each_job_gets_a_fresh_worker(
     session: Session, pool: JudgePool
 ) -> None:
@@ -80,14 +61,14 @@ def test_one_judge_server_serves_consecutive_jobs_and_each_job_gets_a_fresh_work
     assert isinstance(first.verdict, Passed), first.verdict
     assert first.phases_s["judge_start"] > 0
     server = next(iter(pool._idle.values()))[0]
-    workers_before = _children_of(server.process.pid)
+    workers_before = children(server.process.pid)
 
     _write_candidate(session, " + 0.5")
     second = anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
     assert isinstance(second.verdict, WrongOutput), second.verdict
     assert pool.started == 1 and second.phases_s["judge_start"] == 0.0
     # The second job took one of the warm workers, which is gone now; the pool is full again.
-    workers_after = _children_of(server.process.pid)
+    workers_after = children(server.process.pid)
     assert len(workers_before) == DEFAULT_WARM_WORKERS and len(workers_after) == DEFAULT_WARM_WORKERS
     assert len(workers_before - workers_after) == 1
 
@@ -138,7 +119,7 @@ def test_cancelling_a_call_stops_its_judge_and_journals_the_cancellation(
     waited = anyio.run(cancel_after_the_job_starts)
     assert waited < 60  # the cancellation was not held up by the hung job
     assert not any(pool._idle.values()) or not any(s.alive for idle in pool._idle.values() for s in idle)
-    servers = [pid for pid in _children_of(os.getpid()) if b"cuda_agent_mcp.evaluator" in _cmdline(pid)]
+    servers = [pid for pid in children(os.getpid()) if b"cuda_agent_mcp.evaluator" in cmdline(pid)]
     assert not servers, "the cancelled job's judge is still running"
     (latest, *_) = session.journal.records(session_id=session.id)
     assert latest.status == "failed" and "Cancel" in (latest.error or "")
