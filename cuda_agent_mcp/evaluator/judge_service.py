@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
 
 import anyio
@@ -29,6 +30,7 @@ from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, ServerReady
 from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, encode
 
 _HEADER_BYTES = 4
+_Key = tuple[tuple[str, str], ...]
 LOG_TAIL_BYTES = 3000
 
 
@@ -169,9 +171,44 @@ class JudgePool:
     def __init__(self, log_dir: Path, *, max_idle_per_key: int = 1) -> None:
         self.log_dir = log_dir
         self.max_idle_per_key = max_idle_per_key
-        self._idle: dict[tuple[tuple[str, str], ...], list[JudgeServer]] = {}
+        self._idle: dict[_Key, list[JudgeServer]] = {}
+        # Servers being started ahead of need (`prewarm`); the first job for the key claims it.
+        self._starting: dict[_Key, Future[JudgeServer]] = {}
         self._lock = threading.Lock()
         self.started = 0
+
+    def prewarm(self, env: Mapping[str, str]) -> bool:
+        """Start a server for `env` in the background unless one is idle or starting already (a build
+        runs meanwhile, so the next evaluation does not pay the start). True when one was started."""
+        key = _key(env)
+        with self._lock:
+            if self._idle.get(key) or key in self._starting:
+                return False
+            future: Future[JudgeServer] = Future()
+            self._starting[key] = future
+        threading.Thread(target=self._start_ahead, args=(key, dict(env), future), daemon=True).start()
+        return True
+
+    def _start_ahead(self, key: _Key, env: dict[str, str], future: Future[JudgeServer]) -> None:
+        try:
+            server = self._new_server(env)
+        except BaseException as exc:  # the claimer (if any) sees it; an unclaimed failure is dropped
+            future.set_exception(exc)
+            with self._lock:
+                if self._starting.get(key) is future:
+                    del self._starting[key]
+            return
+        future.set_result(server)
+        with self._lock:
+            if self._starting.get(key) is future:  # nobody claimed it: keep it idle
+                del self._starting[key]
+                self._idle.setdefault(key, []).append(server)
+
+    def _new_server(self, env: Mapping[str, str]) -> JudgeServer:
+        with self._lock:
+            number = self.started
+            self.started += 1
+        return JudgeServer(env, self.log_dir / f"judge-{os.getpid()}-{number}.log")
 
     async def run(self, job: EvalJob, env: Mapping[str, str], timeout_s: float) -> tuple[JudgeReport, float]:
         """The job's report and how long starting a judge took for it (0 when a warm one was idle).
@@ -188,16 +225,19 @@ class JudgePool:
     def _run_blocking(
         self, job: EvalJob, env: dict[str, str], timeout_s: float, call: _Call
     ) -> tuple[JudgeReport, float]:
-        key = tuple(sorted(env.items()))
+        key = _key(env)
         with self._lock:
             idle = self._idle.get(key, [])
             server = idle.pop() if idle else None
+            starting = self._starting.pop(key, None) if server is None else None
         startup_s = 0.0
+        if starting is not None:
+            waited = time.monotonic()
+            with contextlib.suppress(Exception):  # a failed start ahead: start one here instead
+                server = starting.result()
+                startup_s = round(time.monotonic() - waited, 4)  # only the part the job waited for
         if server is None or not server.alive:
-            with self._lock:
-                number = self.started
-                self.started += 1
-            server = JudgeServer(env, self.log_dir / f"judge-{os.getpid()}-{number}.log")
+            server = self._new_server(env)
             startup_s = server.startup_s
         call.attach(server)
         report = server.run(job, timeout_s)  # kills the server on failure (and on cancellation)
@@ -217,8 +257,17 @@ class JudgePool:
         with self._lock:
             servers = [s for idle in self._idle.values() for s in idle]
             self._idle.clear()
+            starting = list(self._starting.values())
+            self._starting.clear()
+        for future in starting:  # claimed by nobody now: wait for it, then close it
+            with contextlib.suppress(Exception):
+                servers.append(future.result(timeout=200))
         for server in servers:
             server.close()
+
+
+def _key(env: Mapping[str, str]) -> _Key:
+    return tuple(sorted(env.items()))
 
 
 _shared: JudgePool | None = None

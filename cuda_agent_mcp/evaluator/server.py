@@ -52,12 +52,14 @@ def main() -> None:
     try:
         import torch
 
+        from cuda_agent_mcp.evaluator.fused_compare import warm_up
         from cuda_agent_mcp.evaluator.run import run_job
 
         gpu = "cpu"
         if torch.cuda.is_available():
             torch.cuda.init()
             gpu = torch.cuda.get_device_name()
+            warm_up(torch.device("cuda"))
         ready = ServerReady(
             gpu=gpu, torch=torch.__version__, startup_s=round(time.perf_counter() - started, 3)
         )

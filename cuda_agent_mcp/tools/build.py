@@ -24,4 +24,5 @@ async def compile_kernels(
 ) -> BuildResult:
     """Compile what changed in the workspace and link `cuda_extension`; failures are in the result."""
     request = request or CompileRequest()
+    session.prewarm_judge()  # evaluation usually follows a build: its judge starts meanwhile
     return await session.builder.build(session.workspace, session.build_flags(request.arch), progress)

@@ -7,7 +7,6 @@ runs the judge through the session's executor under a wall-clock limit, and read
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import tempfile
@@ -25,7 +24,6 @@ from cuda_agent_mcp.evaluator.audit import audit_workspace
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
 from cuda_agent_mcp.evaluator.judge_service import JudgeUnavailable
 from cuda_agent_mcp.evaluator.reward import RewardSchedule, reward
-from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
 from cuda_agent_mcp.results import (
     AuditFinding,
     BuildResult,
@@ -37,7 +35,7 @@ from cuda_agent_mcp.results import (
     VerifyResult,
 )
 from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
-from cuda_agent_mcp.tools.session import Session
+from cuda_agent_mcp.tools.session import Session, judge_env
 from cuda_agent_mcp.workspace import CANDIDATE_FILE, EXTENSION_NAME, REFERENCE_FILE
 
 STRICT_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
@@ -323,7 +321,7 @@ async def run_judge(
         # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
         async with _gpu_lease(session, exclusive=mode == "profile", device=device) as gpu:
             judge_started = time.monotonic()
-            env = scrubbed_env({"PYTHONPATH": child_python_path(), **_gpu_selection(gpu)})
+            env = judge_env(gpu)
             try:
                 report, startup_s = await session.judges.run(job, env, timeout_s)
             except JudgeUnavailable as exc:
@@ -350,13 +348,6 @@ def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
         (target / CANDIDATE_FILE).write_text("raise ImportError('the workspace has no model_new.py')\n")
     assert build.extension_path is not None
     shutil.copy(build.extension_path, target / f"{EXTENSION_NAME}.so")
-
-
-def _gpu_selection(leased: int | None) -> dict[str, str]:
-    """The leased GPU, else the caller's own choice of GPU, for the judge and its workers."""
-    if leased is not None:
-        return {"CUDA_VISIBLE_DEVICES": str(leased)}
-    return {k: v for k in ("CUDA_VISIBLE_DEVICES",) if (v := os.environ.get(k)) is not None}
 
 
 @asynccontextmanager

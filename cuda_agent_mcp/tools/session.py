@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from cuda_agent_mcp.build import (
 )
 from cuda_agent_mcp.evaluator.judge_service import JudgePool, shared_judge_pool
 from cuda_agent_mcp.executors import Executor, default_executor
+from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.tools.journal import Journal, open_journal
@@ -63,6 +65,14 @@ class Session:
             arch=arch or detect_arch(self.cache_dir), use_fast_math=self.task.policy.use_fast_math
         )
 
+    def prewarm_judge(self) -> bool:
+        """Start a judge server in the background where evaluations will need one: this machine has a
+        GPU and no scheduler picks it per call. Called when a build starts, so the judge's start (about
+        2 s) overlaps the build instead of the next verify. True when a start began."""
+        if self.scheduler is not None or not _HAS_GPU_DEVICE.exists():
+            return False
+        return self.judges.prewarm(judge_env(None))
+
     @property
     def builder(self) -> Builder:
         """Created on first use, so sessions that never compile need no toolchain."""
@@ -74,3 +84,16 @@ class Session:
                 self.build_limits,
             )
         return self._builder
+
+
+_HAS_GPU_DEVICE = Path("/dev/nvidiactl")
+
+
+def judge_env(leased_gpu: int | None) -> dict[str, str]:
+    """The environment judge servers (and their workers) run with: scrubbed, plus the GPU selection
+    (the leased GPU, else the caller's own CUDA_VISIBLE_DEVICES). Pool keys are built from it."""
+    if leased_gpu is not None:
+        selection = {"CUDA_VISIBLE_DEVICES": str(leased_gpu)}
+    else:
+        selection = {k: v for k in ("CUDA_VISIBLE_DEVICES",) if (v := os.environ.get(k)) is not None}
+    return scrubbed_env({"PYTHONPATH": child_python_path(), **selection})

@@ -136,12 +136,42 @@ class Runner:
         return output, start.elapsed_time(end), wall_ms
 
     def _poison(self, value: float, nbytes: int) -> None:
-        """Fill memory the caching allocator will hand out next, so unwritten outputs show up."""
-        block = torch.empty(max(nbytes // 4, 1), dtype=torch.float32, device=self.device)
-        block.fill_(value)
+        """Fill the memory the caching allocator will hand out next, so unwritten outputs show up.
+
+        Every free block the allocator caches is taken back (by asking for exactly its size, largest
+        first, which its best-fit search answers with that block) and filled; a block of `nbytes` is
+        added while no free block is that large. Once the cache holds one, poisoning allocates nothing
+        new: asking for fresh device memory on every call cost ~0.5 s per call on 6.4 GB outputs."""
+        if self.device.type != "cuda":
+            block = torch.empty(max(nbytes // 4, 1), dtype=torch.float32, device=self.device)
+            block.fill_(value)
+            return
+        free = free_block_sizes(self.device)
+        held = []
+        if not free or free[0] < nbytes:
+            held.append(torch.empty(nbytes, dtype=torch.uint8, device=self.device))
+        held.extend(torch.empty(size, dtype=torch.uint8, device=self.device) for size in free)
+        for block in held:
+            usable = block.numel() // 4 * 4
+            block[:usable].view(torch.float32).fill_(value)
         self._synchronize()
-        del block
+        del held
 
     def _synchronize(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
+
+
+def free_block_sizes(device: torch.device) -> list[int]:
+    """Sizes of the free blocks the caching allocator holds on `device`, largest first."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return sorted(
+        (
+            block["size"]
+            for segment in torch.cuda.memory_snapshot()
+            if segment["device"] == index
+            for block in segment["blocks"]
+            if block["state"] == "inactive"
+        ),
+        reverse=True,
+    )

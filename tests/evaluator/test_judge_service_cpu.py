@@ -16,9 +16,10 @@ from cuda_agent_mcp.results import Passed, WrongOutput
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import Session, VerifyRequest, verify_kernels
 from cuda_agent_mcp.tools.evaluate import JudgeFailed
+from cuda_agent_mcp.tools.session import judge_env
 from tests.conftest import EXAMPLES
 from tests.evaluator.test_tools_cpu import SMALL_INPUTS, TORCH_CANDIDATE
-from tests.processes import children, cmdline
+from tests.processes import alive, children, cmdline
 
 pytestmark = pytest.mark.nvcc
 
@@ -71,6 +72,25 @@ def test_one_judge_server_serves_consecutive_jobs_and_each_job_gets_a_fresh_work
     workers_after = children(server.process.pid)
     assert len(workers_before) == DEFAULT_WARM_WORKERS and len(workers_after) == DEFAULT_WARM_WORKERS
     assert len(workers_before - workers_after) == 1
+
+
+def test_a_judge_started_ahead_serves_the_next_job_and_an_unclaimed_one_is_closed(
+    session: Session, pool: JudgePool, tmp_path: Path
+) -> None:
+    _write_candidate(session)
+    env = judge_env(None)
+    assert pool.prewarm(env) is True
+    assert pool.prewarm(env) is False  # one is starting already
+    result = anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
+    assert isinstance(result.verdict, Passed), result.verdict
+    assert pool.started == 1  # the job claimed the server started ahead instead of starting its own
+
+    other = JudgePool(tmp_path / "other-logs")
+    assert other.prewarm(env) is True
+    starting = next(iter(other._starting.values()))
+    other.close()  # closed while it starts: waited for, then closed, not left behind
+    server = starting.result(timeout=0)
+    assert other.started == 1 and not alive(server.process.pid)
 
 
 def test_a_hung_job_kills_its_judge_and_the_next_job_gets_a_new_one(
