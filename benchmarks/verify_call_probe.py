@@ -1,6 +1,6 @@
 """Diagnostic: where one verify call's time goes on a multi-GB output, old poison against new.
 
-    python benchmarks/verify_call_probe.py [--gb 0.134 6.4] [--calls 6] --out probe.json
+    python benchmarks/verify_call_probe.py [--gb 6.4 0.134] [--calls 6] --out probe.json
 
 Two processes as in the evaluator: the parent (the judge's role) shares a persistent input by CUDA IPC,
 the child (the worker's role) poisons freed memory, runs `relu` (the allocation pattern of an
@@ -82,6 +82,9 @@ def probe(strategy: str, record: bool, gb: float, calls: int) -> dict[str, objec
     for call in range(calls):
         started = time.perf_counter()
         parent_end.send((ref, (float("nan"), -7.77e7)[call % 2]))
+        if not parent_end.poll(60):
+            process.kill()
+            return {"gb": gb, "strategy": strategy, "op_recorder": record, "calls": rows, "hung": True}
         out_ref, times = parent_end.recv()
         times["judge_round_trip"] = _ms(started)
         started = time.perf_counter()
@@ -106,22 +109,18 @@ def probe(strategy: str, record: bool, gb: float, calls: int) -> dict[str, objec
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--gb", type=float, nargs="+", default=[0.134, 6.4])
+    parser.add_argument("--gb", type=float, nargs="+", default=[6.4, 0.134])
     parser.add_argument("--calls", type=int, default=6)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    result = {
-        "gpu": torch.cuda.get_device_name(),
-        "probes": [
-            probe(strategy, record, gb, args.calls)
-            for gb in args.gb
-            for strategy, record in (("old", True), ("old", False), ("new", True), ("new+collect", True))
-        ],
-    }
-    text = json.dumps(result, indent=2)
-    if args.out:
-        args.out.write_text(text + "\n")
-    print(text)
+    result: dict[str, object] = {"gpu": torch.cuda.get_device_name(), "probes": []}
+    for gb in args.gb:
+        for strategy, record in (("new", False), ("new", True), ("old", False), ("new+collect", False)):
+            result["probes"].append(probe(strategy, record, gb, args.calls))  # type: ignore[attr-defined]
+            text = json.dumps(result, indent=2)
+            if args.out:  # after every probe, so a run cut short keeps what it measured
+                args.out.write_text(text + "\n")
+            print(json.dumps(result["probes"][-1]), flush=True)  # type: ignore[index]
 
 
 if __name__ == "__main__":

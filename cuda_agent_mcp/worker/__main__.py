@@ -21,7 +21,7 @@ from cuda_agent_mcp.evaluator.protocol import (
     read_frame_body,
     write_frame,
 )
-from cuda_agent_mcp.worker.runner import Runner, is_cuda_error
+from cuda_agent_mcp.worker.runner import Runner, is_cuda_error, warm_up
 
 EXIT_CUDA_ERROR = 3
 
@@ -70,6 +70,7 @@ def limit_resources() -> None:
 def main() -> None:
     die_with_parent()  # a judge that dies (or is killed for a timeout) takes its workers with it
     limit_resources()
+    warm_up()
     serve(int(sys.argv[1]), int(sys.argv[2]))
 
 

@@ -40,6 +40,14 @@ class OpRecorder(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def warm_up() -> None:
+    """Pay the first use of the op audit's dispatch mode (about 2 s of imports, measured on the CPU
+    here and in every verify's first call on the H200) while the worker waits in the pool. CPU only:
+    a pooled worker has not touched CUDA yet."""
+    with OpRecorder():
+        torch.zeros(1).add(1)
+
+
 class Runner:
     """Holds the loaded model and the outputs of the last call (kept alive until released)."""
 
