@@ -72,7 +72,7 @@ class Judge:
         self.scratch = scratch
         self.env = env
         # Without a pool of warm workers, each worker is started when needed.
-        self.workers = workers or WorkerPool(scratch, env, size=0)
+        self.workers = workers or WorkerPool(scratch, env)
         self.device = torch.device(job.device)
         self.clock = PhaseClock()
         # References in true fp32: cuDNN would otherwise use TF32 for convolutions by default.

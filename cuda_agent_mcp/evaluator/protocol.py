@@ -25,6 +25,15 @@ class _Message(BaseModel):
 # -- judge -> worker ---------------------------------------------------------------------------
 
 
+class ForkSetup(_Message):
+    """How a worker forked from the judge's fork server confines itself before serving."""
+
+    directory: str = Field(description="its working directory, the only place meant for its files")
+    log_path: str = Field(description="where its stdout and stderr go")
+    env: dict[str, str] = Field(description="its whole environment")
+    no_network: bool = Field(description="enter a fresh network namespace")
+
+
 class LoadRequest(_Message):
     """Import a module from `directory` and build `class_name(*init_args)` on the device."""
 

@@ -7,8 +7,8 @@ imported torch and made its CUDA context, then answers each `EvalJob` read from 
 `JudgeReport` on its original stdout. Everything else it (or a reference's print) writes goes to stderr,
 which the client sends to a log file. EOF on stdin ends it.
 
-It pays the interpreter, the torch import and the CUDA context once, and keeps a `WorkerPool` filled
-between jobs, so a job's candidate starts in a process that is fresh but already warm. A job that
+It pays the interpreter, the torch import and the CUDA context once, and starts a fork server that
+preloads torch for workers, so a job's candidate starts in a process that is fresh but already warm. A job that
 raises is reported as `infra_error` (never scored) and the server goes on; one that hangs is the
 client's to kill, with the whole server.
 """
@@ -27,11 +27,9 @@ from pathlib import Path
 
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, ServerReady
 from cuda_agent_mcp.evaluator.protocol import read_frame_body, write_frame
-from cuda_agent_mcp.evaluator.worker_client import WorkerPool
+from cuda_agent_mcp.evaluator.worker_client import WorkerPool, start_fork_server
 from cuda_agent_mcp.results import Crashed
 
-WARM_WORKERS_ENV = "CUDA_AGENT_WARM_WORKERS"
-DEFAULT_WARM_WORKERS = 3
 # Workers get only what they need: tools, locale, GPU selection and where our dependencies are.
 _WORKER_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TMPDIR", "PYTHONPATH")
 
@@ -45,9 +43,9 @@ def main() -> None:
     os.dup2(2, 1)  # prints from reference code must not reach the reply pipe
     env = {k: v for k, v in os.environ.items() if k in _WORKER_ENV_KEYS}
     scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-"))
-    # Start the first workers before this process imports torch: the imports overlap.
-    workers = WorkerPool(scratch, env, size=int(os.environ.get(WARM_WORKERS_ENV, DEFAULT_WARM_WORKERS)))
-    workers.fill()
+    # Start the fork server before this process imports torch: the imports overlap.
+    start_fork_server()
+    workers = WorkerPool(scratch, env)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the finally below cleans up
     try:
         import torch
@@ -72,9 +70,7 @@ def main() -> None:
             write_frame(reply_fd, _run_one(run_job, job, scratch, env, workers))
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()  # the next job's inputs may need all of it
-            workers.fill()
     finally:
-        workers.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -1,31 +1,34 @@
-"""The judge's handle on one worker process: spawn it, send a request, wait for a reply with a deadline.
+"""The judge's handle on one worker process: fork it, send a request, wait for a reply with a deadline.
+
+Workers are forked from a fork server (multiprocessing's forkserver, preloading torch and the worker's
+modules, never CUDA, never a candidate): each evaluation gets a new process in milliseconds instead of
+an interpreter start and a torch import (about 4 s on the H200), and no import runs beside a timed
+loop. Each worker serves exactly one evaluation and is then killed.
 
 A worker that does not answer in time, closes its pipe or sends a malformed frame is killed together
 with its whole process group; the caller gets a WorkerLost saying which of those happened.
-
-`WorkerPool` keeps workers started ahead of need: each has paid for its interpreter and the torch import
-(about 4 s on the H200) but has not touched CUDA or seen any candidate; each still serves exactly one
-evaluation and is then killed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import multiprocessing
 import os
 import select
 import shutil
 import signal
-import subprocess
-import sys
 import time
 import uuid
-from collections import deque
+from multiprocessing import forkserver
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
-from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, FrameError, parse_reply, write_frame
+from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, ForkSetup, FrameError, parse_reply, write_frame
 from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_shm_files
 from cuda_agent_mcp.executors.cgroup import PidsCgroup, pids_cgroup_root
 from cuda_agent_mcp.executors.local import child_python_path
@@ -36,13 +39,6 @@ LOG_TAIL_BYTES = 4000
 # torch.compile baseline's compile workers fit; a fork bomb stops here.
 MAX_WORKER_PIDS = 1024
 _HEADER_BYTES = 4
-
-
-def _no_network() -> list[str]:
-    """Run the worker in a fresh network namespace where the kernel allows it: candidate code gets no
-    network at all. (CUDA and CUDA IPC with the judge work across it; measured on the H200.) unshare
-    execs the worker in place, so its pid, process group and inherited pipes are unchanged."""
-    return ["unshare", "--net", "--"] if "network" in available_isolation() else []
 
 
 def worker_isolation() -> str:
@@ -65,47 +61,58 @@ class WorkerLost(Exception):
         super().__init__(f"worker {reason}: {detail}")
 
 
+class _ForkedProcess:
+    """`Popen`'s pid/poll/wait for a worker forked by the fork server (its child, not ours)."""
+
+    def __init__(self, process: BaseProcess) -> None:
+        self._process = process
+        self.pid = process.pid
+
+    def poll(self) -> int | None:
+        return self._process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._process.join(timeout)
+        return self._process.exitcode
+
+
 class WorkerProcess:
-    """One untrusted worker, started fresh for one evaluation, in a directory of its own (its working
-    directory and log; removed on close) and with its own tag for shared-memory file names."""
+    """One untrusted worker, forked fresh for one evaluation from the fork server, in a directory of its
+    own (its working directory and log; removed on close) and with its own tag for shared-memory names."""
 
     def __init__(self, scratch: Path, env: dict[str, str]) -> None:
         self.tag = uuid.uuid4().hex[:12]
         self.directory = scratch / f"worker-{self.tag}"
         self.directory.mkdir()
         self.log_path = self.directory / "worker.log"
+        self.log_path.touch()
         request_read, self._request_write = os.pipe()
         self._reply_read, reply_write = os.pipe()
-        python_path = child_python_path(env.get("PYTHONPATH", ""))
-        environment = {
-            **env,
-            "PYTHONPATH": python_path,
-            "PYTHONDONTWRITEBYTECODE": "1",
-            SHM_TAG_ENV: self.tag,
-        }
-        with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                [
-                    *_no_network(),
-                    sys.executable,
-                    "-m",
-                    "cuda_agent_mcp.worker",
-                    str(request_read),
-                    str(reply_write),
-                ],
-                pass_fds=(request_read, reply_write),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.directory,
-                env=environment,
-                start_new_session=True,
-            )
-        os.close(request_read)
-        os.close(reply_write)
+        setup = ForkSetup(
+            directory=str(self.directory),
+            log_path=str(self.log_path),
+            env={
+                **env,
+                "PYTHONPATH": child_python_path(env.get("PYTHONPATH", "")),
+                "PYTHONDONTWRITEBYTECODE": "1",
+                SHM_TAG_ENV: self.tag,
+            },
+            no_network="network" in available_isolation(),
+        )
+        # The Connection wrappers only carry the two pipe ends to the fork server (as file descriptors).
+        ends = (Connection(request_read, writable=False), Connection(reply_write, readable=False))
+        forked = _FORK_CONTEXT.Process(
+            target=_forked_worker_main, args=(*ends, setup.model_dump_json())
+        )
+        try:
+            forked.start()
+        finally:
+            for end in ends:
+                end.close()
+        self.process = _ForkedProcess(forked)
         # Everything the worker starts lands in its cgroup (where one can be made), so nothing it starts
         # survives it, setsid and double forks included. It is added before it can run candidate code:
-        # the interpreter is still starting and importing torch.
+        # the worker reads no candidate before the judge's first request, which comes after this.
         self.cage = PidsCgroup.create(f"worker-{self.tag}", max_pids=MAX_WORKER_PIDS)
         if self.cage is not None:
             try:
@@ -158,6 +165,8 @@ class WorkerProcess:
         """SIGKILL the whole process group (and, with a cgroup, every process the worker started), then
         reap the worker."""
         with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGKILL)  # also before its setsid made the group
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         if self.cage is not None:
             self.cage.kill_all()
@@ -189,29 +198,32 @@ class WorkerProcess:
 
 
 class WorkerPool:
-    """Up to `size` fresh workers kept ready; `take` hands one out (or starts one if none is ready)."""
+    """Hands out fresh workers, forked from the fork server: each is a new process that has never seen
+    a candidate; the torch import and interpreter start were paid once, by the fork server. Forking
+    takes milliseconds, so nothing is started ahead of need, and no import runs beside a timed loop."""
 
-    def __init__(self, scratch: Path, env: dict[str, str], size: int = 2) -> None:
+    def __init__(self, scratch: Path, env: dict[str, str]) -> None:
         self.scratch = scratch
         self.env = env
-        self.size = size
-        self._ready: deque[WorkerProcess] = deque()
-
-    def fill(self) -> None:
-        """Start workers until `size` are ready. Called between evaluations, never while one is timed."""
-        while len(self._ready) < self.size:
-            self._ready.append(WorkerProcess(self.scratch, self.env))
 
     def take(self) -> WorkerProcess:
-        """A ready worker (or a new one). Replacements start only between jobs (`fill`): an import
-        running beside a timed loop put the judge's clock 0.5 ms behind small kernels on the H200."""
-        while self._ready:
-            worker = self._ready.popleft()
-            if worker.alive:
-                return worker
-            worker.close()
         return WorkerProcess(self.scratch, self.env)
 
-    def close(self) -> None:
-        while self._ready:
-            self._ready.popleft().close()
+
+def start_fork_server() -> None:
+    """Start the fork server now (it imports torch, about 4 s), so that overlaps the caller's own start.
+    Idempotent; the first fork starts it otherwise. It exits when this process does."""
+    _FORK_CONTEXT.set_forkserver_preload([_PRELOAD_MODULE])
+    forkserver.ensure_running()
+
+
+def _forked_worker_main(request: Connection, reply: Connection, setup_json: str) -> None:
+    """Runs in the forked worker. The worker module is looked up here, in the child (the fork server
+    preloaded it): the judge process itself never imports worker code."""
+    worker = importlib.import_module("cuda_agent_mcp.worker.__main__")
+    worker.run_forked(request.fileno(), reply.fileno(), ForkSetup.model_validate_json(setup_json))
+
+
+_PRELOAD_MODULE = "cuda_agent_mcp.worker.preload"
+_FORK_CONTEXT = multiprocessing.get_context("forkserver")
+_FORK_CONTEXT.set_forkserver_preload([_PRELOAD_MODULE])

@@ -5,6 +5,9 @@ Serves one evaluation, then exits. Exits at once after a CUDA error: the context
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import os
 import resource
 import signal
@@ -15,6 +18,7 @@ from cuda_agent_mcp.evaluator.lifetime import die_with_parent
 from cuda_agent_mcp.evaluator.protocol import (
     CallRequest,
     Failure,
+    ForkSetup,
     LoadRequest,
     Released,
     parse_request,
@@ -72,6 +76,44 @@ def main() -> None:
     limit_resources()
     warm_up()
     serve(int(sys.argv[1]), int(sys.argv[2]))
+
+
+def run_forked(request_fd: int, reply_fd: int, setup: ForkSetup) -> None:
+    """Entry of a worker forked from the judge's fork server, which imported torch (and this module)
+    but never touched CUDA or saw a candidate. Confines the process, then serves as `main` does."""
+    os.setsid()  # its own process group: the judge kills the whole group
+    die_with_parent()  # the fork server, which dies with the judge
+    if setup.no_network:
+        enter_new_network_namespace()
+    os.chdir(setup.directory)
+    log = os.open(setup.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    for target in (1, 2):
+        os.dup2(log, target)
+    os.close(log)
+    _close_fds_except({0, 1, 2, request_fd, reply_fd})  # nothing of the fork server's stays reachable
+    os.environ.clear()
+    os.environ.update(setup.env)
+    sys.argv = ["cuda_agent_mcp.worker", str(request_fd), str(reply_fd)]  # as `main` is started
+    limit_resources()
+    serve(request_fd, reply_fd)
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+_CLONE_NEWNET = 0x40000000
+
+
+def enter_new_network_namespace() -> None:
+    """unshare(CLONE_NEWNET): no network for candidate code (what `unshare --net` does for spawned ones)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    if libc.unshare(_CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
 
 
 if __name__ == "__main__":

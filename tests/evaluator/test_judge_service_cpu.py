@@ -11,7 +11,6 @@ import anyio
 import pytest
 
 from cuda_agent_mcp.evaluator.judge_service import JudgePool
-from cuda_agent_mcp.evaluator.server import DEFAULT_WARM_WORKERS
 from cuda_agent_mcp.results import Passed, WrongOutput
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import Session, VerifyRequest, verify_kernels
@@ -55,23 +54,29 @@ def _write_candidate(session: Session, suffix: str = "") -> None:
 
 
 def test_one_judge_server_serves_consecutive_jobs_and_each_job_gets_a_fresh_worker(
-    session: Session, pool: JudgePool
+    session: Session, pool: JudgePool, tmp_path: Path
 ) -> None:
-    _write_candidate(session)
+    # The candidate notes the process it was loaded in (pid, parent pid).
+    record = tmp_path / "loaded-in.txt"
+    note = f"\nimport os\nopen({str(record)!r}, 'a').write(f'{{os.getpid()}} {{os.getppid()}}\\n')\n"
+    (session.workspace.root / "model_new.py").write_text(TORCH_CANDIDATE.replace("{suffix}", "") + note)
     first = anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
     assert isinstance(first.verdict, Passed), first.verdict
     assert first.phases_s["judge_start"] > 0
     server = next(iter(pool._idle.values()))[0]
-    workers_before = children(server.process.pid)
 
-    _write_candidate(session, " + 0.5")
+    (session.workspace.root / "model_new.py").write_text(TORCH_CANDIDATE.replace("{suffix}", " + 0.5") + note)
     second = anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
     assert isinstance(second.verdict, WrongOutput), second.verdict
     assert pool.started == 1 and second.phases_s["judge_start"] == 0.0
-    # The second job took one of the warm workers, which is gone now; the pool is full again.
-    workers_after = children(server.process.pid)
-    assert len(workers_before) == DEFAULT_WARM_WORKERS and len(workers_after) == DEFAULT_WARM_WORKERS
-    assert len(workers_before - workers_after) == 1
+    # Each job loaded the candidate in a process of its own, forked by the server's fork server (a
+    # child of the judge server), and gone once its job ended.
+    loads = [tuple(map(int, line.split())) for line in record.read_text().splitlines()]
+    assert len(loads) == 2 and loads[0][0] != loads[1][0]
+    fork_servers = {parent for _, parent in loads}
+    assert len(fork_servers) == 1 and fork_servers <= children(server.process.pid)
+    assert not any(alive(pid) for pid, _ in loads)
+    assert children(fork_servers.pop()) == set()
 
 
 def test_a_judge_started_ahead_serves_the_next_job_and_an_unclaimed_one_is_closed(

@@ -165,7 +165,8 @@ def test_gpu_evaluations_of_a_session_with_a_scheduler_hold_a_lease_on_the_gpu_t
     session: Session,
 ) -> None:
     from cuda_agent_mcp.executors.scheduler import GpuScheduler
-    from cuda_agent_mcp.tools.evaluate import _gpu_lease, _gpu_selection
+    from cuda_agent_mcp.tools.evaluate import _gpu_lease
+    from cuda_agent_mcp.tools.session import judge_env
 
     session.scheduler = GpuScheduler([3])
 
@@ -173,7 +174,7 @@ def test_gpu_evaluations_of_a_session_with_a_scheduler_hold_a_lease_on_the_gpu_t
         async with _gpu_lease(session, exclusive=True, device="cuda") as gpu:
             assert gpu == 3
             assert session.scheduler is not None and session.scheduler.status() == {3: "exclusive"}
-            assert _gpu_selection(gpu) == {"CUDA_VISIBLE_DEVICES": "3"}
+            assert judge_env(gpu)["CUDA_VISIBLE_DEVICES"] == "3"
         async with _gpu_lease(session, exclusive=False, device="cpu") as gpu:
             assert gpu is None
         assert session.scheduler is not None and session.scheduler.status() == {3: "idle"}
