@@ -101,9 +101,7 @@ class WorkerProcess:
         )
         # The Connection wrappers only carry the two pipe ends to the fork server (as file descriptors).
         ends = (Connection(request_read, writable=False), Connection(reply_write, readable=False))
-        forked = _FORK_CONTEXT.Process(
-            target=_forked_worker_main, args=(*ends, setup.model_dump_json())
-        )
+        forked = _FORK_CONTEXT.Process(target=_forked_worker_main, args=(*ends, setup.model_dump_json()))
         try:
             forked.start()
         finally:
