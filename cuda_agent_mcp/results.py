@@ -170,6 +170,7 @@ class Rejected(_Frozen):
         "background_thread",
         "noisy_timing",
         "precision_downgrade",
+        "foreign_kernels",
     ]
     message: str
     findings: list[AuditFinding] = []
@@ -205,6 +206,29 @@ class VerifyResult(_Frozen):
     environment: dict[str, str] = Field(default_factory=dict, description="GPU, driver, CUDA, torch used")
 
 
+class KernelTime(_Frozen):
+    """One kernel (or copy/memset) of the candidate's traced call, summed over its launches."""
+
+    name: str
+    calls: int
+    total_ms: float
+    origin: Literal["workspace", "other", "copy"] = Field(
+        description="workspace: compiled from the workspace's sources; other: PyTorch or a library; "
+        "copy: a memcpy or memset"
+    )
+
+
+class KernelBreakdown(_Frozen):
+    """What ran on the device during one call of the candidate, from the profiler (CUPTI)."""
+
+    kernels: list[KernelTime] = Field(description="largest first, at most 20")
+    traced_ms: float = Field(description="device time of everything traced in the call")
+    workspace_share: float | None = Field(
+        description="the workspace's kernels' share of kernel time (copies excluded); None without kernels"
+    )
+    note: str = ""
+
+
 class ProfileResult(_Frozen):
     verdict: Verdict
     candidate: TimingStats | None = None
@@ -220,6 +244,7 @@ class ProfileResult(_Frozen):
     low_confidence: bool = Field(
         False, description="the candidate's CV stayed above the limit after a re-measure"
     )
+    kernels: KernelBreakdown | None = None
     wall_s: float
     phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
     environment: dict[str, str] = Field(default_factory=dict, description="GPU, driver, CUDA, torch used")

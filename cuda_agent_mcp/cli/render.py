@@ -128,6 +128,18 @@ def profile_lines(result: ProfileResult) -> list[str]:
         lines.append(
             f"speedup: {result.speedup_vs_eager:.3f}x vs eager, {result.speedup_vs_compile:.3f}x vs compile"
         )
+    if result.kernels is not None:
+        share = result.kernels.workspace_share
+        lines.append(
+            f"kernels (one traced call, {result.kernels.traced_ms:.4f} ms on the device"
+            + (f", {share:.0%} in workspace kernels):" if share is not None else "):")
+        )
+        lines += [
+            f"  {k.total_ms:.4f} ms  x{k.calls}  {k.origin:<9}  {k.name[:100]}"
+            for k in result.kernels.kernels[:8]
+        ]
+        if result.kernels.note:
+            lines.append(f"  {result.kernels.note}")
     lines.append(
         f"gpu: {result.gpu}; baselines {'cached' if result.baselines_cached else 'measured'}; wall {result.wall_s:.2f} s"
     )

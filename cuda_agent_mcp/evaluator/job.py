@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.results import TimingStats, Verdict
+from cuda_agent_mcp.results import KernelBreakdown, TimingStats, Verdict
 
 
 class TimingPolicy(BaseModel):
@@ -59,6 +59,11 @@ class EvalJob(BaseModel):
     baselines: Literal["measure", "cached", "skip"] = "measure"
     baseline_cache_path: str | None = None
     baseline_key: str = ""
+    workspace_kernels: list[str] = Field(
+        default_factory=list,
+        description="demangled names of the kernels the build compiled from the workspace (from ptxas); "
+        "profile traces one call and requires these to carry most of its kernel time",
+    )
 
 
 class ServerReady(BaseModel):
@@ -82,6 +87,7 @@ class JudgeReport(BaseModel):
     compiled: TimingStats | None = None
     baselines_cached: bool = False
     physical_floor_ms: float | None = None
+    kernels: KernelBreakdown | None = None
     gpu: str = ""
     phases_s: dict[str, float] = Field(default_factory=dict, description="wall time per phase of the job")
     environment: dict[str, str] = Field(

@@ -19,6 +19,7 @@ import torch
 
 from cuda_agent_mcp.evaluator.compare import Problem, check_outputs, errors, unchanged
 from cuda_agent_mcp.evaluator.job import EvalJob
+from cuda_agent_mcp.evaluator.kernels import breakdown
 from cuda_agent_mcp.evaluator.ops import forbidden_ops
 from cuda_agent_mcp.evaluator.phases import PhaseClock
 from cuda_agent_mcp.evaluator.protocol import (
@@ -42,6 +43,7 @@ from cuda_agent_mcp.results import (
     AuditFinding,
     ContractViolation,
     Crashed,
+    KernelBreakdown,
     Passed,
     Rejected,
     TimedOut,
@@ -191,6 +193,7 @@ class Judge:
         out_bytes: int,
         timeout_s: float,
         persistent: bool = False,
+        trace_kernels: bool = False,
     ) -> tuple[CallResult, list[torch.Tensor], float, list[Any]]:
         """One call. Returns the reply, private copies of the outputs, the judge's clock in ms, and the
         inputs as the worker saw them (the same memory on the GPU; the shared copies on the CPU)."""
@@ -209,6 +212,7 @@ class Judge:
             poison=poison,
             poison_bytes=2 * out_bytes if poison is not None else 0,
             record_ops=self.job.op_audit and not timed,
+            trace_kernels=trace_kernels,
         )
         started = time.perf_counter()
         reply = self._ask(worker, request, "call", timeout_s)
@@ -344,6 +348,30 @@ class Judge:
         return Passed(trials=len(self.job.seeds), max_abs_error=worst_abs, max_rel_error=worst_rel)
 
     # -- profile ---------------------------------------------------------------------------------
+
+    def trace_kernels(self, worker: WorkerProcess, timeout_s: float) -> KernelBreakdown:
+        """One call on fresh inputs under the profiler (after the timed calls, so it disturbs none);
+        its outputs are checked like any other call's."""
+        inputs = self.staged(self.make_inputs(secrets.randbits(62), "task"))
+        structure, expected = self.reference_outputs(inputs)
+        out_bytes = sum(e.numel() * e.element_size() for e in expected)
+        reply, actual, _, _ = self.call(
+            worker,
+            inputs,
+            timed=False,
+            poison=None,
+            out_bytes=out_bytes,
+            timeout_s=timeout_s,
+            persistent=True,
+            trace_kernels=True,
+        )
+        with self.clock.phase("compare"):
+            problem = check_outputs(
+                actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
+            )
+        if problem is not None:
+            raise VerdictReached(_verdict_for(problem, "timed", 0, "task"))
+        return breakdown(reply.kernels, self.job.workspace_kernels)
 
     def time_worker(self, worker: WorkerProcess, timeout_s: float) -> tuple[TimingStats, int]:
         """Time fresh-input calls until the median is stable or the budget ends; every output is checked."""

@@ -59,6 +59,7 @@ class CallRequest(_Message):
     )
     poison_bytes: int = Field(0, ge=0)
     record_ops: bool = Field(False, description="report the aten ops forward() dispatched (op audit)")
+    trace_kernels: bool = Field(False, description="report the device kernels the call ran (profiler)")
 
 
 class ReleaseRequest(_Message):
@@ -73,6 +74,14 @@ Request = Annotated[LoadRequest | CallRequest | ReleaseRequest, Field(discrimina
 # -- worker -> judge ---------------------------------------------------------------------------
 
 
+class TracedKernel(_Message):
+    """One device activity the profiler saw during a traced call, summed over its launches."""
+
+    name: str = Field(max_length=4000)
+    calls: int = Field(ge=1)
+    device_ns: int = Field(ge=0)
+
+
 class Loaded(_Message):
     op: Literal["loaded"] = "loaded"
     parameter_count: int = Field(ge=0)
@@ -85,6 +94,7 @@ class CallResult(_Message):
     event_ms: float | None = Field(None, ge=0)
     wall_ms: float | None = Field(None, ge=0)
     ops: list[str] = Field(default_factory=list, max_length=10000)
+    kernels: list[TracedKernel] = Field(default_factory=list, max_length=10000)
 
 
 class Failure(_Message):

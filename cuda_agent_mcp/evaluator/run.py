@@ -9,6 +9,7 @@ import torch
 from cuda_agent_mcp.evaluator.baselines import measure_baselines
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
 from cuda_agent_mcp.evaluator.judge import Judge, VerdictReached
+from cuda_agent_mcp.evaluator.kernels import foreign_work
 from cuda_agent_mcp.evaluator.refs import remove_shm_files, shm_tag
 from cuda_agent_mcp.evaluator.timing import physical_floor_ms
 from cuda_agent_mcp.evaluator.worker_client import WorkerPool, WorkerProcess, worker_isolation
@@ -37,6 +38,12 @@ def run_job(
                 environment=environment,
             )
         stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s)
+        kernels = None
+        if judge.device.type == "cuda" and job.workspace_kernels:
+            with judge.clock.phase("kernel_trace"):
+                kernels = judge.trace_kernels(worker, job.timeouts.call_s)
+            if (reason := foreign_work(kernels)) is not None:
+                raise VerdictReached(Rejected(reason="foreign_kernels", message=reason))
         worker.close()
         worker = None
         floor = physical_floor_ms(gpu, out_bytes)
@@ -57,6 +64,7 @@ def run_job(
             compiled=compiled,
             baselines_cached=cached,
             physical_floor_ms=floor,
+            kernels=kernels,
             gpu=gpu,
             phases_s=judge.clock.as_dict(),
             environment=environment,

@@ -217,6 +217,7 @@ async def _profile(
             baselines=request.baselines,
             timing=TimingPolicy(budget_s=request.budget_s),
             timeouts=Timeouts(call_s=request.call_timeout_s),
+            workspace_kernels=sorted({kernel.name for kernel in build.kernels}),
         )
         noisy = report.candidate is not None and report.candidate.cv > request.max_cv
         if not noisy or attempts >= 2:
@@ -235,6 +236,7 @@ async def _profile(
         source_hash=build.source_hash,
         build_key=build.build_key,
         low_confidence=noisy,
+        kernels=report.kernels,
         wall_s=round(time.monotonic() - started, 3),
         phases_s={"build": build.wall_s, **report.phases_s},
         environment=report.environment,
@@ -292,6 +294,7 @@ async def run_judge(
     timeouts: Timeouts | None = None,
     op_audit: bool = False,
     max_error_norm: float | None = None,
+    workspace_kernels: list[str] | None = None,
 ) -> JudgeReport:
     with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-", dir=_scratch_root(session)) as tmp:
         scratch = Path(tmp)
@@ -317,6 +320,7 @@ async def run_judge(
             timeouts=timeouts or Timeouts(),
             op_audit=op_audit,
             max_error_norm=max_error_norm,
+            workspace_kernels=workspace_kernels or [],
         )
         # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
         async with _gpu_lease(session, exclusive=mode == "profile", device=device) as gpu:

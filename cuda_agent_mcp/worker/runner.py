@@ -12,7 +12,14 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from cuda_agent_mcp.evaluator.protocol import CallRequest, CallResult, Failure, Loaded, LoadRequest
+from cuda_agent_mcp.evaluator.protocol import (
+    CallRequest,
+    CallResult,
+    Failure,
+    Loaded,
+    LoadRequest,
+    TracedKernel,
+)
 from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
 from cuda_agent_mcp.evaluator.transport import open_ref, share
 
@@ -92,11 +99,15 @@ class Runner:
             ]
             self.last_input_refs = list(request.inputs)
         args = [t if t is not None else scalars[index] for index, t in enumerate(self.last_inputs)]
+        traced: list[TracedKernel] = []
         if request.poison is not None and request.poison_bytes:
             self._poison(request.poison, request.poison_bytes)
         with torch.no_grad():
             if request.timed:
                 output, event_ms, wall_ms = self._timed_call(args)
+            elif request.trace_kernels and self.device.type == "cuda":
+                output, traced = self._traced_call(args)
+                event_ms, wall_ms = None, None
             elif request.record_ops:
                 with OpRecorder() as recorder:
                     output = self.model(*args)
@@ -117,7 +128,12 @@ class Runner:
         self.kept_refs = [share(t) for t in tensors]
         ops = sorted(recorder.ops) if request.record_ops and not request.timed else []
         return CallResult(
-            structure=structure, outputs=self.kept_refs, event_ms=event_ms, wall_ms=wall_ms, ops=ops
+            structure=structure,
+            outputs=self.kept_refs,
+            event_ms=event_ms,
+            wall_ms=wall_ms,
+            ops=ops,
+            kernels=traced,
         )
 
     def release(self) -> None:
@@ -142,6 +158,23 @@ class Runner:
         torch.cuda.synchronize(self.device)
         wall_ms = (time.perf_counter() - started) * 1e3
         return output, start.elapsed_time(end), wall_ms
+
+    def _traced_call(self, args: list[Any]) -> tuple[Any, list[TracedKernel]]:
+        """One call under the profiler (device activity only), summed by kernel name."""
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            output = self.model(*args)
+            torch.cuda.synchronize(self.device)
+        totals: dict[str, list[int]] = {}
+        for event in device_events(prof):
+            name, duration_ns = event
+            entry = totals.setdefault(name[:4000], [0, 0])
+            entry[0] += 1
+            entry[1] += max(duration_ns, 0)
+        return output, [
+            TracedKernel(name=name, calls=calls, device_ns=ns) for name, (calls, ns) in totals.items()
+        ]
 
     def _poison(self, value: float, nbytes: int) -> None:
         """Fill the memory the caching allocator will hand out next, so unwritten outputs show up.
@@ -183,3 +216,15 @@ def free_block_sizes(device: torch.device) -> list[int]:
         ),
         reverse=True,
     )
+
+
+def device_events(prof: Any) -> list[tuple[str, int]]:
+    """(name, duration in ns) of every device activity in a finished profile (kernels, copies, memsets)."""
+    results = getattr(prof.profiler, "kineto_results", None)
+    if results is None:
+        return []
+    return [
+        (event.name(), int(event.end_ns() - event.start_ns()))
+        for event in results.events()
+        if event.device_type() == torch.autograd.DeviceType.CUDA
+    ]

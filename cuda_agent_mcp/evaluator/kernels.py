@@ -1,0 +1,73 @@
+"""Which kernels a candidate's call ran, and whether the workspace's own kernels did the work.
+
+The trace comes from the profiler inside the worker (CUPTI), so a candidate can hide from it: it is
+evidence against a candidate (PyTorch or library kernels doing the work), never proof for one. Names are
+matched on the function name alone (no return type, no parameter list): the build's names come from
+ptxas (demangled), the trace's from CUPTI, and the two spell signatures differently.
+"""
+
+from __future__ import annotations
+
+from cuda_agent_mcp.evaluator.protocol import TracedKernel
+from cuda_agent_mcp.results import KernelBreakdown, KernelTime
+
+# The workspace's kernels must carry at least this share of the call's kernel time.
+MIN_WORKSPACE_SHARE = 0.5
+_COPY_PREFIXES = ("memcpy", "memset")
+_SHOWN = 20
+
+
+def kernel_key(name: str) -> str:
+    """`void ns::relu<4>(float const*, float*, long)` -> `ns::relu<4>`."""
+    head = name.strip().replace("(anonymous namespace)", "{anonymous}")
+    depth = 0
+    for index, char in enumerate(head):  # cut at the parameter list, not inside template arguments
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == "(" and depth == 0:
+            head = head[:index]
+            break
+    head = head.strip()
+    if head.startswith("void "):
+        head = head[len("void ") :]
+    return head.strip()
+
+
+def breakdown(traced: list[TracedKernel], workspace_kernels: list[str]) -> KernelBreakdown:
+    """Sum the trace by kernel and say which came from the workspace."""
+    ours = {kernel_key(name) for name in workspace_kernels}
+    rows: list[KernelTime] = []
+    for kernel in traced:
+        if kernel.name.lower().startswith(_COPY_PREFIXES):
+            origin = "copy"
+        elif kernel_key(kernel.name) in ours:
+            origin = "workspace"
+        else:
+            origin = "other"
+        rows.append(
+            KernelTime(name=kernel.name, calls=kernel.calls, total_ms=kernel.device_ns / 1e6, origin=origin)
+        )
+    rows.sort(key=lambda row: row.total_ms, reverse=True)
+    kernel_ms = sum(row.total_ms for row in rows if row.origin != "copy")
+    workspace_ms = sum(row.total_ms for row in rows if row.origin == "workspace")
+    note = "" if rows else "the trace recorded no device activity (no profiler here, or it was switched off)"
+    return KernelBreakdown(
+        kernels=rows[:_SHOWN],
+        traced_ms=sum(row.total_ms for row in rows),
+        workspace_share=workspace_ms / kernel_ms if kernel_ms > 0 else None,
+        note=note,
+    )
+
+
+def foreign_work(found: KernelBreakdown) -> str | None:
+    """Why the trace shows that kernels not built from the workspace did the work, or None."""
+    if found.workspace_share is None or found.workspace_share >= MIN_WORKSPACE_SHARE:
+        return None
+    others = [row for row in found.kernels if row.origin == "other"][:3]
+    listed = "; ".join(f"{row.name[:120]} ({row.total_ms:.3f} ms)" for row in others)
+    return (
+        f"kernels compiled from the workspace ran {found.workspace_share:.0%} of the call's kernel time "
+        f"(at least {MIN_WORKSPACE_SHARE:.0%} required); the rest ran in: {listed}"
+    )

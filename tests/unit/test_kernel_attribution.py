@@ -1,0 +1,71 @@
+"""Which traced kernels came from the workspace, and when the others did the work."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda_agent_mcp.evaluator.kernels import MIN_WORKSPACE_SHARE, breakdown, foreign_work, kernel_key
+from cuda_agent_mcp.evaluator.protocol import TracedKernel
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("relu_kernel(float const*, float*, long)", "relu_kernel"),
+        ("void relu_kernel<4>(const float *, float *, long)", "relu_kernel<4>"),
+        ("void ns::fused<(int)2, float>(float*)", "ns::fused<(int)2, float>"),
+        ("(anonymous namespace)::softmax_rows(float const*, float*, int)", "{anonymous}::softmax_rows"),
+        ("  row_sum  ", "row_sum"),
+    ],
+)
+def test_kernel_names_are_matched_on_the_function_name(name: str, key: str) -> None:
+    assert kernel_key(name) == key
+
+
+def test_ptxas_and_cupti_spellings_of_one_kernel_match() -> None:
+    found = breakdown(
+        [
+            TracedKernel(
+                name="void relu_kernel<4>(const float *, float *, long)", calls=3, device_ns=3_000_000
+            )
+        ],
+        ["void relu_kernel<4>(float const*, float*, long)"],
+    )
+    assert found.kernels[0].origin == "workspace" and found.workspace_share == 1.0
+    assert found.kernels[0].total_ms == 3.0 and found.kernels[0].calls == 3
+    assert foreign_work(found) is None
+
+
+def test_pytorch_kernels_doing_most_of_the_work_is_foreign_work_and_copies_do_not_count() -> None:
+    traced = [
+        TracedKernel(name="relu_kernel(float const*, float*, long)", calls=1, device_ns=1_000_000),
+        TracedKernel(
+            name="void at::native::vectorized_elementwise_kernel<4, at::native::clamp_min_scalar_kernel>(int, float*)",
+            calls=1,
+            device_ns=3_000_000,
+        ),
+        TracedKernel(name="Memcpy DtoD (Device -> Device)", calls=2, device_ns=50_000_000),
+    ]
+    found = breakdown(traced, ["relu_kernel(float const*, float*, long)"])
+    assert [k.origin for k in found.kernels] == ["copy", "other", "workspace"]  # largest first
+    assert found.workspace_share == pytest.approx(0.25)
+    assert found.traced_ms == pytest.approx(54.0)
+    reason = foreign_work(found)
+    assert reason is not None and "25%" in reason and "clamp_min_scalar_kernel" in reason
+
+
+def test_a_workspace_share_at_the_limit_passes() -> None:
+    half = int(MIN_WORKSPACE_SHARE * 1000)
+    found = breakdown(
+        [
+            TracedKernel(name="mine(float*)", calls=1, device_ns=half),
+            TracedKernel(name="theirs(float*)", calls=1, device_ns=1000 - half),
+        ],
+        ["mine(float*)"],
+    )
+    assert foreign_work(found) is None
+
+
+def test_an_empty_trace_is_noted_not_judged() -> None:
+    found = breakdown([], ["relu_kernel(float const*, float*, long)"])
+    assert found.workspace_share is None and found.note and foreign_work(found) is None
