@@ -10,7 +10,9 @@ import base64
 import importlib.util
 import pickle
 import secrets
+import statistics
 import time
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -32,7 +34,7 @@ from cuda_agent_mcp.evaluator.protocol import (
 )
 from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
 from cuda_agent_mcp.evaluator.timing import (
-    disagrees,
+    disagreement,
     median_rse,
     summarize,
     systematic_excess,
@@ -380,6 +382,8 @@ class Judge:
         disagreements = 0
         round_trips: list[float] = []
         excess_ms: list[float] = []
+        reasons: Counter[str] = Counter()
+        contradicted: list[tuple[float, float, float, float]] = []
         started = time.monotonic()
         calls = 0
         threads_after_warmup: int | None = None
@@ -423,8 +427,15 @@ class Judge:
             overhead = sorted(round_trips)[len(round_trips) // 2]
             if reply.event_ms is not None and reply.wall_ms is not None:
                 excess_ms.append(judge_ms - reply.wall_ms - overhead)
-            if reply.event_ms is not None and disagrees(reply.event_ms, reply.wall_ms, judge_ms, overhead):
+            why = (
+                disagreement(reply.event_ms, reply.wall_ms, judge_ms, overhead)
+                if reply.event_ms is not None
+                else None
+            )
+            if why is not None:
                 disagreements += 1
+                reasons[why] += 1
+                contradicted.append((reply.event_ms or 0.0, reply.wall_ms or 0.0, judge_ms, overhead))
             else:
                 samples.append(measured)
             done = len(samples) + disagreements
@@ -442,7 +453,8 @@ class Judge:
                 Rejected(
                     reason="timing_disagreement",
                     message=f"{disagreements} of {len(samples) + disagreements} timed calls reported device times "
-                    "that the judge's own clock around the call contradicts",
+                    "that the judge's own clock around the call contradicts"
+                    + _contradictions(reasons, contradicted),
                 )
             )
         threads_now = worker.thread_count()
@@ -488,3 +500,15 @@ def _import_reference(path: Path) -> ModuleType:
 
 def _to_cpu(values: list[Any]) -> list[Any]:
     return [v.cpu() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _contradictions(reasons: Counter[str], calls: list[tuple[float, float, float, float]]) -> str:
+    """Which clocks disagreed and by how much (medians over the contradicted calls), for the message."""
+    if not calls:
+        return ""
+    event, wall, judge, overhead = (statistics.median(values) for values in zip(*calls, strict=True))
+    counts = ", ".join(f"{reason}: {count}" for reason, count in reasons.most_common())
+    return (
+        f" ({counts}; medians: events {event:.4f} ms, worker wall {wall:.4f} ms, judge {judge:.4f} ms, "
+        f"round-trip overhead {overhead:.4f} ms)"
+    )

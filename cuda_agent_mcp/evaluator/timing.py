@@ -54,14 +54,24 @@ def disagrees(event_ms: float, worker_wall_ms: float | None, judge_ms: float, ov
     the events missed; a patched event timer shows the same way; a worker that forges both still has to
     spend the time before it replies, which the judge's clock sees (beyond the measured round-trip overhead).
     """
+    return disagreement(event_ms, worker_wall_ms, judge_ms, overhead_ms) is not None
+
+
+def disagreement(
+    event_ms: float, worker_wall_ms: float | None, judge_ms: float, overhead_ms: float
+) -> str | None:
+    """Which check of `disagrees` failed (for the verdict's message), or None."""
     if worker_wall_ms is None:
-        return True
-    slack = 0.05 + 0.1 * event_ms
-    if event_ms > worker_wall_ms + slack or worker_wall_ms > judge_ms + 0.05:
-        return True
+        return "no wall clock"
+    if event_ms > worker_wall_ms + 0.05 + 0.1 * event_ms:
+        return "events above the worker's wall clock"
+    if worker_wall_ms > judge_ms + 0.05:
+        return "worker's wall clock above the judge's"
     if worker_wall_ms - event_ms > 0.2 + 0.25 * event_ms:
-        return True
-    return judge_ms - worker_wall_ms > overhead_ms + 0.5 + 0.25 * event_ms
+        return "worker's wall clock beyond the events"
+    if judge_ms - worker_wall_ms > overhead_ms + 0.5 + 0.25 * event_ms:
+        return "judge's clock beyond the worker's"
+    return None
 
 
 def systematic_excess(excess_ms: list[float], event_samples_ms: list[float]) -> bool:
