@@ -62,3 +62,20 @@ def test_milestones_follow_the_papers_five_percent_time_reduction() -> None:
     assert reward("milestones", True, None, 2.0) == FAIL
     assert reward("log_speedup", True, 100.0, 100.0) == pytest.approx(math.log(10))
     assert reward("fast_p", True, 1.2, 0.9) == 0.0
+
+
+def test_a_profile_is_measured_again_when_noisy_or_when_its_clocks_disagreed() -> None:
+    from cuda_agent_mcp.evaluator.job import JudgeReport
+    from cuda_agent_mcp.results import Passed, Rejected, TimingStats
+    from cuda_agent_mcp.tools.evaluate import worth_remeasuring
+
+    def stats(cv: float) -> TimingStats:
+        return TimingStats(median_ms=1, mean_ms=1, min_ms=1, p25_ms=1, p75_ms=1, cv=cv, samples=10)
+
+    passed = Passed(trials=10, max_abs_error=0.0, max_rel_error=0.0)
+    assert not worth_remeasuring(JudgeReport(verdict=passed, candidate=stats(0.01)), max_cv=0.05)
+    assert worth_remeasuring(JudgeReport(verdict=passed, candidate=stats(0.2)), max_cv=0.05)
+    clocks = Rejected(reason="timing_disagreement", message="clocks")
+    assert worth_remeasuring(JudgeReport(verdict=clocks), max_cv=0.05)
+    floor = Rejected(reason="below_physical_floor", message="too fast")
+    assert not worth_remeasuring(JudgeReport(verdict=floor), max_cv=0.05)
