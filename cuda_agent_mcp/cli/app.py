@@ -269,11 +269,20 @@ def serve_command(
     ] = False,
     root: Annotated[Path | None, typer.Option(help="where session workspaces are created")] = None,
     tasks: TasksOption = None,
+    tool_budget: Annotated[
+        float,
+        typer.Option(
+            min=1.0,
+            help="seconds a compile/verify/profile/evaluate call may take before it answers with a job "
+            "handle for wait_job (keep it under your host's tool timeout)",
+        ),
+    ] = 50.0,
 ) -> None:
     """Run the MCP server (stdio by default): every tool, for IDE assistants and remote agents."""
     try:
         from cuda_agent_mcp.server.app import build_server
         from cuda_agent_mcp.server.auth import StaticTokens
+        from cuda_agent_mcp.server.jobs import JobBoard
         from cuda_agent_mcp.server.sessions import SessionRegistry
     except ImportError as exc:
         err.print(
@@ -281,8 +290,9 @@ def serve_command(
         )
         raise typer.Exit(3) from None
     registry = SessionRegistry(root or default_cache_dir() / "sessions", _catalog(tasks))
+    jobs = JobBoard(budget_s=tool_budget)
     if http is None:
-        build_server(registry).run()  # stdout is the protocol from here on
+        build_server(registry, jobs=jobs).run()  # stdout is the protocol from here on
         return
     host, _, port = http.rpartition(":")
     if not host or not port.isdigit():
@@ -299,7 +309,7 @@ def serve_command(
             "--insecure-local serves without them, on 127.0.0.1 only"
         )
         raise typer.Exit(2)
-    server = build_server(registry, tokens=tokens, url=f"http://{host}:{port}")
+    server = build_server(registry, tokens=tokens, url=f"http://{host}:{port}", jobs=jobs)
     server.run(transport="streamable-http", host=host, port=int(port))
 
 

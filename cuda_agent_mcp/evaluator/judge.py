@@ -161,8 +161,18 @@ class Judge:
         *,
         compile_model: bool = False,
     ) -> WorkerProcess:
-        """Load a model into a fresh worker (from the pool: its interpreter and torch import are paid)."""
+        """Load a model into a fresh worker (forked: its interpreter and torch import are paid). A worker
+        that fails to load is closed here: the caller never gets it."""
         worker = self.workers.take()
+        try:
+            return self._load(worker, directory, module, class_name, compile_model)
+        except BaseException:
+            worker.close()
+            raise
+
+    def _load(
+        self, worker: WorkerProcess, directory: Path, module: str, class_name: str, compile_model: bool
+    ) -> WorkerProcess:
         state = {k: share(v) for k, v in self.state.items()}
         request = LoadRequest(
             directory=str(directory),

@@ -11,6 +11,7 @@ with its whole process group; the caller gets a WorkerLost saying which of those
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import multiprocessing
@@ -20,6 +21,7 @@ import shutil
 import signal
 import time
 import uuid
+import weakref
 from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -108,6 +110,7 @@ class WorkerProcess:
             for end in ends:
                 end.close()
         self.process = _ForkedProcess(forked)
+        _live_workers.add(self)
         # Everything the worker starts lands in its cgroup (where one can be made), so nothing it starts
         # survives it, setsid and double forks included. It is added before it can run candidate code:
         # the worker reads no candidate before the judge's first request, which comes after this.
@@ -175,6 +178,7 @@ class WorkerProcess:
         return self.process.poll() is None
 
     def close(self) -> None:
+        _live_workers.discard(self)
         for fd in (self._request_write, self._reply_read):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -206,6 +210,18 @@ class WorkerPool:
 
     def take(self) -> WorkerProcess:
         return WorkerProcess(self.scratch, self.env)
+
+
+# Workers not closed yet. multiprocessing joins its live children at exit (after this module's exit
+# handler, registered later, has run), so a worker left behind by a bug would hang the exit instead.
+_live_workers: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftover_workers() -> None:
+    for worker in list(_live_workers):
+        with contextlib.suppress(Exception):
+            worker.kill()
 
 
 def start_fork_server() -> None:

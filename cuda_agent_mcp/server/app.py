@@ -7,7 +7,6 @@ the structured result. Long steps report progress (build steps; queue position o
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Awaitable, Callable
 from typing import Annotated, ParamSpec, TypeVar
@@ -26,6 +25,7 @@ from pydantic import Field
 from cuda_agent_mcp.build import BuildProgress
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.results import BuildResult, EvalResult, ProfileResult, VerifyResult
+from cuda_agent_mcp.server.jobs import JobBoard, JobHandle, JobKind, JobState, Outcome, R
 from cuda_agent_mcp.server.sessions import LOCAL_CLIENT, SessionInfo, SessionRegistry, SessionStatus
 from cuda_agent_mcp.tools import (
     CompileRequest,
@@ -87,10 +87,16 @@ def _client() -> str:
 
 
 def build_server(
-    registry: SessionRegistry, *, tokens: TokenVerifier | None = None, url: str | None = None
+    registry: SessionRegistry,
+    *,
+    tokens: TokenVerifier | None = None,
+    url: str | None = None,
+    jobs: JobBoard | None = None,
 ) -> MCPServer:
     """The server. With `tokens` (HTTP) every request needs a bearer token and sessions belong to its
-    client; `url` is where the server is reached (for the OAuth resource metadata)."""
+    client; `url` is where the server is reached (for the OAuth resource metadata). `jobs` runs the long
+    tools (default: a 50 s budget per call)."""
+    jobs = jobs or JobBoard()
     auth = None
     if tokens is not None:
         assert url is not None
@@ -187,43 +193,84 @@ def build_server(
     @readable_errors
     async def compile_tool(
         session_id: SessionId, ctx: Context, request: CompileRequest | None = None
-    ) -> BuildResult:
+    ) -> Outcome[BuildResult]:
         """Build the workspace's kernels incrementally; diagnostics name file, line and column."""
         session = registry.get(session_id, _client())
-        return await _with_progress(
-            ctx, lambda progress: compile_kernels(session, request, progress=progress)
+        return await _as_job(
+            ctx,
+            jobs,
+            "compile",
+            session_id,
+            lambda progress: compile_kernels(session, request, progress=progress),
         )
 
     @server.tool(name="verify", annotations=WRITES)
     @readable_errors
     async def verify_tool(
         session_id: SessionId, ctx: Context, request: VerifyRequest | None = None
-    ) -> VerifyResult:
+    ) -> Outcome[VerifyResult]:
         """Build, then check ModelNew against the reference on fresh secret inputs in a separate process."""
         session = registry.get(session_id, _client())
-        return await _with_progress(ctx, lambda progress: verify_kernels(session, request, progress=progress))
+        return await _as_job(
+            ctx,
+            jobs,
+            "verify",
+            session_id,
+            lambda progress: verify_kernels(session, request, progress=progress),
+        )
 
     @server.tool(name="profile", annotations=WRITES)
     @readable_errors
     async def profile_tool(
         session_id: SessionId, ctx: Context, request: ProfileRequest | None = None
-    ) -> ProfileResult:
+    ) -> Outcome[ProfileResult]:
         """Build, then time ModelNew against PyTorch eager and torch.compile (every timed output rechecked)."""
         session = registry.get(session_id, _client())
-        return await _with_progress(
-            ctx, lambda progress: profile_kernels(session, request, progress=progress)
+        return await _as_job(
+            ctx,
+            jobs,
+            "profile",
+            session_id,
+            lambda progress: profile_kernels(session, request, progress=progress),
         )
 
     @server.tool(name="evaluate", annotations=WRITES)
     @readable_errors
     async def evaluate_tool(
         session_id: SessionId, ctx: Context, request: EvaluateRequest | None = None
-    ) -> EvalResult:
+    ) -> Outcome[EvalResult]:
         """verify + profile + reward (paper milestones: -1 fail, 1 correct, 2 beats eager, 3 beats both)."""
         session = registry.get(session_id, _client())
-        return await _with_progress(
-            ctx, lambda progress: evaluate_kernels(session, request, progress=progress)
+        return await _as_job(
+            ctx,
+            jobs,
+            "evaluate",
+            session_id,
+            lambda progress: evaluate_kernels(session, request, progress=progress),
         )
+
+    @server.tool(annotations=READ_ONLY)
+    @readable_errors
+    async def wait_job(
+        job_id: Annotated[str, Field(description="from a tool's answer with status running")],
+        ctx: Context,
+        timeout_s: Annotated[float, Field(ge=0, le=600, description="how long to wait at most")] = 45.0,
+    ) -> JobState:
+        """Wait for a job a tool handed back (status running); its result once done."""
+
+        async def forward(message: str) -> None:
+            await ctx.report_progress(0, message=message)
+
+        return await jobs.wait(job_id, _client(), min(timeout_s, jobs.budget_s), forward)
+
+    @server.tool(annotations=WRITES)
+    @readable_errors
+    async def cancel_job(
+        job_id: Annotated[str, Field(description="from a tool's answer with status running")],
+    ) -> JobState:
+        """Stop a running job (its GPU work is killed at once); a finished job is left as it is."""
+        client = _client()
+        return await anyio.to_thread.run_sync(lambda: jobs.cancel(job_id, client))
 
     @server.tool(name="run", annotations=WRITES)
     @readable_errors
@@ -267,29 +314,32 @@ Loop: compile until it builds, verify until it passes, then profile and make it 
 eager and torch.compile; finish with evaluate. Never call PyTorch compute ops in ModelNew.forward."""
 
 
-async def _with_progress(ctx: Context, work: Callable[[Callable[[BuildProgress], None]], Awaitable[T]]) -> T:
-    """Run `work`, forwarding its build progress as MCP progress notifications (a strictly rising count)."""
-    send, receive = anyio.create_memory_object_stream[BuildProgress](100)
-    result: list[T] = []
+async def _as_job(
+    ctx: Context,
+    jobs: JobBoard,
+    kind: JobKind,
+    session_id: str,
+    work: Callable[[Callable[[BuildProgress], None]], Awaitable[R]],
+) -> Outcome[R]:
+    """Run `work` as a job and wait for it up to the board's budget, forwarding its progress as MCP
+    progress notifications; past the budget, answer with a handle for `wait_job`. A cancelled call
+    cancels its job."""
+    client = _client()
+    job_id = jobs.start(kind, session_id, client, work)
+    step = 0
 
-    async def forward() -> None:
-        step = 0
-        async with receive:
-            async for event in receive:
-                step += 1
-                await ctx.report_progress(step, message=f"{event.stage}: {event.message}")
+    async def forward(message: str) -> None:
+        nonlocal step
+        step += 1
+        await ctx.report_progress(step, message=message)
 
-    async def run() -> None:
-        async with send:
-            result.append(await work(lambda event: _offer(send, event)))
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(forward)
-        await run()
-    return result[0]
-
-
-def _offer(send: anyio.abc.ObjectSendStream[BuildProgress], event: BuildProgress) -> None:
-    # Progress is best effort: never slow the build for it.
-    with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
-        send.send_nowait(event)
+    try:
+        state = await jobs.wait(job_id, client, jobs.budget_s, forward)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(lambda: jobs.cancel(job_id, client))
+        raise
+    if state.status == "running":
+        message = f"still running after {jobs.budget_s:g} s; call wait_job with job_id {job_id}"
+        return Outcome(status="running", job=JobHandle(job_id=job_id, kind=kind, message=message))
+    return Outcome(status="done", result=jobs.result(job_id, client))  # type: ignore[arg-type]

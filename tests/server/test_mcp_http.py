@@ -102,7 +102,7 @@ def test_thirty_two_concurrent_sessions_compile_without_failure(url: str) -> Non
                 "write_file", {"session_id": session, "path": f"kernels/{name}", "content": text}
             )
         built = await client.call_tool("compile", {"session_id": session})
-        content = built.structured_content or {}
+        content = (built.structured_content or {}).get("result") or {}
         results.append((built.is_error, content.get("ok"), content.get("summary") or built.content))
 
     async def work():
