@@ -325,7 +325,8 @@ async def _as_job(
     progress notifications; past the budget, answer with a handle for `wait_job`. A cancelled call
     cancels its job."""
     client = _client()
-    job_id = jobs.start(kind, session_id, client, work)
+    # Starting a job waits for the jobs' loop to take it: done in a thread, never on this loop.
+    job_id = await anyio.to_thread.run_sync(lambda: jobs.start(kind, session_id, client, work))
     step = 0
 
     async def forward(message: str) -> None:
@@ -340,6 +341,7 @@ async def _as_job(
             await anyio.to_thread.run_sync(lambda: jobs.cancel(job_id, client))
         raise
     if state.status == "running":
+        jobs.detach(job_id, client)
         message = f"still running after {jobs.budget_s:g} s; call wait_job with job_id {job_id}"
         return Outcome(status="running", job=JobHandle(job_id=job_id, kind=kind, message=message))
     return Outcome(status="done", result=jobs.result(job_id, client))  # type: ignore[arg-type]

@@ -12,7 +12,6 @@ either way, so nothing finished is lost.
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import threading
 import time
 import uuid
@@ -21,8 +20,6 @@ from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 from anyio.from_thread import BlockingPortal
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,6 +79,8 @@ class _Job:
     progress: list[str] = field(default_factory=list)
     future: concurrent.futures.Future[BaseModel] = field(default_factory=concurrent.futures.Future)
     finished: float | None = None
+    # Handed back as a handle: it outlived its call, and counts against the client's limit.
+    detached: bool = False
     # Set when the work has really ended (a cancelled future is marked at once; its cleanup runs after).
     ended: threading.Event = field(default_factory=threading.Event)
 
@@ -102,13 +101,16 @@ class JobBoard:
     def start(
         self, kind: JobKind, session_id: str, client: str, work: Callable[[Progress], Awaitable[R]]
     ) -> str:
-        """Start `work` in the background; its id. A client's running jobs are limited."""
+        """Start `work` in the background; its id. A client may have only so many jobs running that
+        outlived their calls (calls still waiting are bounded by the client's own open requests)."""
         with self._lock:
-            running = sum(1 for j in self._jobs.values() if j.client == client and not j.ended.is_set())
+            running = sum(
+                1 for j in self._jobs.values() if j.client == client and j.detached and not j.ended.is_set()
+            )
         if running >= self.max_running_per_client:
             raise UsageError(
-                f"a client may run at most {self.max_running_per_client} jobs at once: wait for one "
-                "(wait_job) or cancel one (cancel_job)"
+                f"a client may have at most {self.max_running_per_client} jobs running in the background: "
+                "wait for one (wait_job) or cancel one (cancel_job)"
             )
         job = _Job(uuid.uuid4().hex[:12], kind, session_id, client)
 
@@ -132,18 +134,11 @@ class JobBoard:
         timeout_s: float,
         on_progress: Callable[[str], Awaitable[None]] | None = None,
     ) -> JobState:
-        """Wait up to `timeout_s` for a job, forwarding its progress messages; its state either way. The
-        job's loop wakes this one when it finishes (no polling delay); progress is looked at every 50 ms."""
+        """Wait up to `timeout_s` for a job, forwarding its progress messages; its state either way.
+        It polls (every 10 ms): the jobs' loop must never block on the caller's loop, which may itself be
+        waiting on the jobs' loop to start a job (that deadlocked 32 concurrent compiles)."""
         job = self._get(job_id, client)
         deadline = time.monotonic() + timeout_s
-        finished = anyio.Event()
-        token = anyio.lowlevel.current_token()
-
-        def wake(_: object) -> None:  # runs on the job's loop; a waiter that is gone is no matter
-            with contextlib.suppress(Exception):
-                anyio.from_thread.run_sync(finished.set, token=token)
-
-        job.future.add_done_callback(wake)
         sent = 0
         while True:
             if on_progress is not None:
@@ -152,8 +147,7 @@ class JobBoard:
                     sent += 1
             if job.future.done() or time.monotonic() >= deadline:
                 return self.state(job_id, client)
-            with anyio.move_on_after(min(0.05, max(0.0, deadline - time.monotonic()))):
-                await finished.wait()
+            await anyio.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
 
     def state(self, job_id: str, client: str) -> JobState:
         job = self._get(job_id, client)
@@ -173,6 +167,10 @@ class JobBoard:
         if error is not None:
             return JobState(status="failed", error=str(error) or type(error).__name__, **common)  # type: ignore[arg-type]
         return JobState(status="done", result=job.future.result(), **common)  # type: ignore[arg-type]
+
+    def detach(self, job_id: str, client: str) -> None:
+        """The job's call answered with its handle: from now on it runs in the background."""
+        self._get(job_id, client).detached = True
 
     def result(self, job_id: str, client: str) -> BaseModel:
         """A finished job's result; its exception, re-raised, if it failed."""

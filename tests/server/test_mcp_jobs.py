@@ -147,4 +147,4 @@ def test_a_client_may_run_only_so_many_jobs_at_once(tmp_path: Path, shared_build
 
     first, second = anyio.run(work)
     assert first.structured_content["status"] == "running"
-    assert second.is_error and "at most 1 jobs" in second.content[0].text
+    assert second.is_error and "at most 1 jobs running in the background" in second.content[0].text
