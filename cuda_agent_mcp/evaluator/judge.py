@@ -75,7 +75,7 @@ class Judge:
         self.job = job
         self.scratch = scratch
         self.env = env
-        # Without a pool of warm workers, each worker is started when needed.
+        # Workers are forked on demand (see worker_client.py); a caller may pass its own pool.
         self.workers = workers or WorkerPool(scratch, env)
         self.device = torch.device(job.device)
         self.clock = PhaseClock()

@@ -227,7 +227,6 @@ def _kill_leftover_workers() -> None:
 def start_fork_server() -> None:
     """Start the fork server now (it imports torch, about 4 s), so that overlaps the caller's own start.
     Idempotent; the first fork starts it otherwise. It exits when this process does."""
-    _FORK_CONTEXT.set_forkserver_preload([_PRELOAD_MODULE])
     forkserver.ensure_running()
 
 

@@ -184,13 +184,6 @@ class JobBoard:
         job.ended.wait(timeout=30)
         return self.state(job_id, client)
 
-    def close(self) -> None:
-        """Cancel every job and stop the loop."""
-        with self._lock:
-            portal, self._portal = self._portal, None
-        if portal is not None:
-            portal.call(portal.stop, True)
-
     def _loop(self) -> BlockingPortal:
         """The jobs' event loop, in a daemon thread (a pool thread would keep the process from exiting)."""
         with self._lock:
