@@ -193,6 +193,12 @@ class TimingStats(_Frozen):
     cv: float = Field(description="coefficient of variation of the samples")
     samples: int
     discarded_samples: int = Field(0, description="samples whose times the judge's clock contradicted")
+    judge_excess_median_ms: float | None = Field(
+        None,
+        description="judge's clock minus the worker's wall clock minus the round trip, median over the calls "
+        "(harness cost the clocks cannot see; large values mean hidden work)",
+    )
+    judge_excess_max_ms: float | None = Field(None, description="the same, worst call")
 
 
 class VerifyResult(_Frozen):
@@ -248,6 +254,12 @@ class ProfileResult(_Frozen):
     wall_s: float
     phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
     environment: dict[str, str] = Field(default_factory=dict, description="GPU, driver, CUDA, torch used")
+    measurements: int = Field(
+        1, description="judge runs behind this result: 2 when noise or a clock disagreement asked for another"
+    )
+    first_verdict: Verdict | None = Field(
+        None, description="the first run's verdict, when a second run replaced it"
+    )
 
 
 class EvalResult(_Frozen):

@@ -36,6 +36,7 @@ from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
 from cuda_agent_mcp.evaluator.timing import (
     disagreement,
     median_rse,
+    paused_garbage_collection,
     summarize,
     systematic_excess,
 )
@@ -386,7 +387,13 @@ class Judge:
         return breakdown(reply.kernels, self.job.workspace_kernels)
 
     def time_worker(self, worker: WorkerProcess, timeout_s: float) -> tuple[TimingStats, int]:
-        """Time fresh-input calls until the median is stable or the budget ends; every output is checked."""
+        """Time fresh-input calls until the median is stable or the budget ends; every output is checked.
+        The judge's garbage collector is paused meanwhile: a collection inside the judge's clock would
+        look like hidden work of the candidate's."""
+        with paused_garbage_collection():
+            return self._time_worker(worker, timeout_s)
+
+    def _time_worker(self, worker: WorkerProcess, timeout_s: float) -> tuple[TimingStats, int]:
         policy = self.job.timing
         samples: list[float] = []
         disagreements = 0
@@ -482,7 +489,9 @@ class Judge:
                     f"{threads_now} after the timed calls",
                 )
             )
-        return summarize(samples, disagreements), sum(e.numel() * e.element_size() for e in expected)
+        return summarize(samples, disagreements, excess_ms), sum(
+            e.numel() * e.element_size() for e in expected
+        )
 
 
 def _verdict_for(

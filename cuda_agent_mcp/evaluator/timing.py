@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import statistics
+from collections.abc import Iterator
 
 from cuda_agent_mcp.results import TimingStats
 
@@ -11,7 +14,22 @@ from cuda_agent_mcp.results import TimingStats
 PEAK_BANDWIDTH_BYTES_PER_S = {"H200": 4.8e12, "H100": 3.35e12, "H20": 4.0e12, "A100": 2.0e12, "B200": 8.0e12}
 
 
-def summarize(samples_ms: list[float], discarded: int = 0) -> TimingStats:
+@contextlib.contextmanager
+def paused_garbage_collection() -> Iterator[None]:
+    """No collection runs inside a clock: a pause of a millisecond or more, at random, would be charged
+    to whatever the clock is timing. Garbage made meanwhile waits for the next collection after it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def summarize(
+    samples_ms: list[float], discarded: int = 0, excess_ms: list[float] | None = None
+) -> TimingStats:
     ordered = sorted(samples_ms)
     mean = statistics.fmean(ordered)
     stdev = statistics.pstdev(ordered) if len(ordered) > 1 else 0.0
@@ -24,6 +42,8 @@ def summarize(samples_ms: list[float], discarded: int = 0) -> TimingStats:
         cv=stdev / mean if mean > 0 else 0.0,
         samples=len(ordered),
         discarded_samples=discarded,
+        judge_excess_median_ms=statistics.median(excess_ms) if excess_ms else None,
+        judge_excess_max_ms=max(excess_ms) if excess_ms else None,
     )
 
 

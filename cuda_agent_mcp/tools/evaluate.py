@@ -33,6 +33,7 @@ from cuda_agent_mcp.results import (
     ProfileResult,
     Rejected,
     VerifyResult,
+    Verdict,
 )
 from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
 from cuda_agent_mcp.tools.session import Session, judge_env
@@ -203,6 +204,7 @@ async def _profile(
         )
     atol, rtol = _tolerance(session, strict=False)
     attempts = 0
+    first_verdict: Verdict | None = None
     while True:
         attempts += 1
         report = await run_judge(
@@ -221,7 +223,8 @@ async def _profile(
         )
         noisy = report.candidate is not None and report.candidate.cv > request.max_cv
         if not worth_remeasuring(report, request.max_cv) or attempts >= 2:
-            break  # measured once more, in fresh processes
+            break
+        first_verdict = report.verdict  # measured once more, in fresh processes
     candidate, eager, compiled = report.candidate, report.eager, report.compiled
     return ProfileResult(
         verdict=report.verdict,
@@ -240,6 +243,8 @@ async def _profile(
         wall_s=round(time.monotonic() - started, 3),
         phases_s={"build": build.wall_s, **report.phases_s},
         environment=report.environment,
+        measurements=attempts,
+        first_verdict=first_verdict,
     )
 
 

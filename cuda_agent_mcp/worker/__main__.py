@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import os
 import resource
 import signal
@@ -25,6 +26,7 @@ from cuda_agent_mcp.evaluator.protocol import (
     read_frame_body,
     write_frame,
 )
+from cuda_agent_mcp.evaluator.timing import paused_garbage_collection
 from cuda_agent_mcp.worker.runner import Runner, is_cuda_error, warm_up
 
 EXIT_CUDA_ERROR = 3
@@ -46,8 +48,11 @@ def serve(request_fd: int, reply_fd: int) -> None:
         try:
             if isinstance(request, LoadRequest):
                 write_frame(reply_fd, runner.load(request))
+                gc.freeze()  # what loading made is never garbage: later collections skip it
             elif isinstance(request, CallRequest):
-                write_frame(reply_fd, runner.call(request))
+                # A timed call's reply is inside the judge's clock: no collection may pause it.
+                with paused_garbage_collection() if request.timed else contextlib.nullcontext():
+                    write_frame(reply_fd, runner.call(request))
             else:
                 runner.release()
                 write_frame(reply_fd, Released())
