@@ -193,10 +193,15 @@ class TimingStats(_Frozen):
     cv: float = Field(description="coefficient of variation of the samples")
     samples: int
     discarded_samples: int = Field(0, description="samples whose times the judge's clock contradicted")
+    harness_excess_ms: float | None = Field(
+        None,
+        description="the harness's own cost per call beyond the worker's wall clock and the round trip, "
+        "calibrated in the same worker before the implementation was loaded",
+    )
     judge_excess_median_ms: float | None = Field(
         None,
-        description="judge's clock minus the worker's wall clock minus the round trip, median over the calls "
-        "(harness cost the clocks cannot see; large values mean hidden work)",
+        description="judge's clock minus the worker's wall clock, the round trip and the harness's cost, "
+        "median over the calls (near zero for honest code; large values mean hidden work)",
     )
     judge_excess_max_ms: float | None = Field(None, description="the same, worst call")
 

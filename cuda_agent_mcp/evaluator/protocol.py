@@ -48,7 +48,9 @@ class LoadRequest(_Message):
 
 
 class CallRequest(_Message):
-    """Call the loaded model once on shared inputs. `timed` adds L2 flush, events and wall clock."""
+    """Call the loaded model once on shared inputs. `timed` adds L2 flush, events and wall clock.
+    A timed call before any LoadRequest runs the worker's own echo model (a copy of the first tensor):
+    the judge's calibration of the harness's cost while no candidate code is in the process."""
 
     op: Literal["call"] = "call"
     inputs: list[TensorRef | None] = Field(description="None marks a non-tensor argument (see scalars)")

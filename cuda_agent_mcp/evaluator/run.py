@@ -27,7 +27,9 @@ def run_job(
     worker: WorkerProcess | None = None
     environment = _environment(gpu)
     try:
-        worker = judge.start_worker(Path(job.candidate_dir), "model_new", "ModelNew")
+        worker = judge.start_worker(
+            Path(job.candidate_dir), "model_new", "ModelNew", for_timing=job.mode == "profile"
+        )
         if job.mode == "verify":
             verdict = judge.verify(worker)
             return JudgeReport(

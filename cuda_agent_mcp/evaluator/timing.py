@@ -28,7 +28,10 @@ def paused_garbage_collection() -> Iterator[None]:
 
 
 def summarize(
-    samples_ms: list[float], discarded: int = 0, excess_ms: list[float] | None = None
+    samples_ms: list[float],
+    discarded: int = 0,
+    excess_ms: list[float] | None = None,
+    harness_ms: float | None = None,
 ) -> TimingStats:
     ordered = sorted(samples_ms)
     mean = statistics.fmean(ordered)
@@ -44,6 +47,7 @@ def summarize(
         discarded_samples=discarded,
         judge_excess_median_ms=statistics.median(excess_ms) if excess_ms else None,
         judge_excess_max_ms=max(excess_ms) if excess_ms else None,
+        harness_excess_ms=harness_ms,
     )
 
 

@@ -32,8 +32,8 @@ from cuda_agent_mcp.results import (
     Passed,
     ProfileResult,
     Rejected,
-    VerifyResult,
     Verdict,
+    VerifyResult,
 )
 from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
 from cuda_agent_mcp.tools.session import Session, judge_env

@@ -120,6 +120,14 @@ def test_profiling_on_the_cpu_times_fresh_checked_calls(run_judge) -> None:
     assert report.candidate.median_ms > 0
 
 
+def test_profiling_reports_the_harness_cost_it_calibrated(run_judge) -> None:
+    report = run_judge(HONEST, mode="profile")
+    assert isinstance(report.verdict, Passed), report.verdict
+    stats = report.candidate
+    assert stats is not None and stats.harness_excess_ms is not None
+    assert 0.0 <= stats.harness_excess_ms <= 2.0
+
+
 def test_profiling_rechecks_every_timed_output(run_judge) -> None:
     # Honest for the first calls (warm-up and verification), lazy afterwards.
     lazy = HONEST.replace(
