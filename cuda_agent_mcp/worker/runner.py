@@ -20,7 +20,7 @@ from cuda_agent_mcp.evaluator.protocol import (
     LoadRequest,
     TracedKernel,
 )
-from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
+from cuda_agent_mcp.evaluator.refs import CudaIpcPayload, TensorRef, release_shm
 from cuda_agent_mcp.evaluator.transport import open_ref, share
 
 MAX_INPUT_BYTES = 1 << 40
@@ -89,6 +89,12 @@ class Runner:
 
     def call(self, request: CallRequest) -> CallResult | Failure:
         scalars = pickle.loads(base64.b64decode(request.scalars_pickle)) if request.scalars_pickle else {}
+        if self.model is None:
+            # Calibration: no candidate code has been loaded, so the judge can measure what the harness
+            # itself costs around a timed call. Timed calls only, on the inputs' device.
+            if not request.timed:
+                return Failure(phase="call", kind="protocol", message="no model loaded")
+            self._calibration_device(request.inputs)
         if request.inputs != self.last_input_refs:
             # Keep the last mapping: the judge reuses its buffers for timed calls.
             self.last_inputs = [
@@ -97,14 +103,7 @@ class Runner:
             ]
             self.last_input_refs = list(request.inputs)
         args = [t if t is not None else scalars[index] for index, t in enumerate(self.last_inputs)]
-        model = self.model
-        if model is None:
-            # Calibration: no candidate code has been loaded, so the judge can measure what the harness
-            # itself costs around a timed call. Timed calls only; the device is the inputs'.
-            if not request.timed:
-                return Failure(phase="call", kind="protocol", message="no model loaded")
-            self._calibration_device(args)
-            model = _echo
+        model = self.model if self.model is not None else _echo
         traced: list[TracedKernel] = []
         if request.poison is not None and request.poison_bytes:
             self._poison(request.poison, request.poison_bytes)
@@ -152,12 +151,16 @@ class Runner:
             l2_bytes = int(getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 64 << 20))
             self.flush_buffer = torch.empty(2 * l2_bytes // 4, dtype=torch.float32, device=self.device)
 
-    def _calibration_device(self, args: list[Any]) -> None:
+    def _calibration_device(self, refs: list[TensorRef | None]) -> None:
+        """Before any model is loaded CUDA is untouched here: initialise it (as moving a model would)
+        before mapping the judge's memory, on the device that memory is on."""
         if self.flush_buffer is not None:
             return
-        devices = [a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda]
+        devices = [r.payload.device for r in refs if r is not None and isinstance(r.payload, CudaIpcPayload)]
         if devices:
-            self.device = devices[0]
+            self.device = torch.device("cuda", devices[0])
+            torch.cuda.init()
+            torch.cuda.set_device(self.device)
             self._prepare_flush()
 
     def _timed_call(self, model: Any, args: list[Any]) -> tuple[Any, float | None, float]:
