@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, TypeVar
 
-import anyio
 import typer
-from pydantic import BaseModel
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -25,7 +21,11 @@ from rich.progress import (
 
 from cuda_agent_mcp.build import BuildProgress, default_cache_dir
 from cuda_agent_mcp.cli import render
-from cuda_agent_mcp.errors import CudaAgentError, InfraError
+from cuda_agent_mcp.cli.agent_commands import optimize_command, policy_app
+from cuda_agent_mcp.cli.common import emit_json as _emit_json
+from cuda_agent_mcp.cli.common import err, out
+from cuda_agent_mcp.cli.common import run as _run
+from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.results import ProfileResult, VerifyResult
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import (
@@ -53,9 +53,9 @@ tasks_app = typer.Typer(help="List and inspect tasks.", no_args_is_help=True)
 workspace_app = typer.Typer(help="Create agent workspaces.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(workspace_app, name="workspace")
+app.add_typer(policy_app, name="policy")
+app.command("optimize")(optimize_command)
 
-out = Console()
-err = Console(stderr=True)
 T = TypeVar("T")
 
 TasksOption = Annotated[
@@ -65,19 +65,6 @@ TasksOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
-
-
-def _run(work: Callable[[], Awaitable[T]]) -> T:
-    """Run one async tool call; errors become one readable line and an exit code, never a traceback."""
-    try:
-        return anyio.run(work)
-    except CudaAgentError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(3 if isinstance(exc, InfraError) else 2) from None
-
-
-def _emit_json(model: BaseModel) -> None:
-    sys.stdout.write(model.model_dump_json(indent=2) + "\n")
 
 
 def _catalog(sources: list[Path] | None) -> TaskCatalog:

@@ -11,7 +11,8 @@ from tests.conftest import EXAMPLES, REPO
 
 def test_every_example_source_is_in_the_wheel_and_nothing_else() -> None:
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
-    listed = set(config["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"])
+    included = config["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    listed = {path for path in included if path.startswith("examples/")}
     sources = {
         path.relative_to(REPO).as_posix()
         for path in EXAMPLES.rglob("*")
@@ -21,3 +22,11 @@ def test_every_example_source_is_in_the_wheel_and_nothing_else() -> None:
         and "__pycache__" not in path.parts
     }
     assert listed == sources
+
+
+def test_the_bundled_policies_travel_where_the_loader_looks_for_them() -> None:
+    from cuda_agent_mcp.agent.policy import BUNDLED_DIRS
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    target = config["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]["policies"]
+    assert (REPO / "cuda_agent_mcp").parent / target in BUNDLED_DIRS

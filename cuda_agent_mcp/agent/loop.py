@@ -1,0 +1,403 @@
+"""One trajectory: the policy proposes tool calls (or, for text-format policies, whole files), the
+environment runs them through the tool layer, and the loop keeps the best verified kernel.
+
+Every budget ends the run cleanly: the trajectory gets its end record and the workspace holds the best
+verified version (or, when nothing was verified, the files as they were before the run)."""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from cuda_agent_mcp import __version__
+from cuda_agent_mcp.agent.actions import (
+    ACTIONS,
+    EnvironmentSettings,
+    InvalidCall,
+    evaluate_request,
+    parse_call,
+)
+from cuda_agent_mcp.agent.client import Completion, EndpointError
+from cuda_agent_mcp.agent.context import FEEDBACK_PREFIX, trim, truncate
+from cuda_agent_mcp.agent.policy import Budgets, PolicyPreset
+from cuda_agent_mcp.agent.snapshot import code_hash, editable_files, fenced_files, restore
+from cuda_agent_mcp.agent.trajectory import (
+    Best,
+    EndRecord,
+    Header,
+    MessageRecord,
+    RunTotals,
+    ToolRecord,
+    Trajectory,
+    TrajectoryWriter,
+)
+from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.results import BuildResult, EvalResult, VerifyResult
+from cuda_agent_mcp.tools import Session, evaluate_kernels, write_file
+
+
+class Policy:
+    """What the loop needs from an endpoint (PolicyClient, or a test double)."""
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        seed: int | None,
+        temperature: float,
+    ) -> Completion:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class EpisodeEvent(BaseModel):
+    """Progress for a live view: one per turn and per tool call."""
+
+    turn: int
+    kind: str
+    tool: str | None = None
+    detail: str = ""
+    compile_ok: bool | None = None
+    best_verified: bool = False
+    best_reward: float | None = None
+    best_speedup_vs_eager: float | None = None
+    best_speedup_vs_compile: float | None = None
+
+
+class EpisodeResult(RunTotals):
+    trajectory: str
+    workspace: str
+    seed: int | None
+    temperature: float
+
+
+EventSink = Callable[[EpisodeEvent], None]
+
+
+@dataclass
+class _State:
+    turn: int = 0
+    tokens: int = 0
+    gpu_s: float = 0.0
+    invalid_calls: int = 0
+    invalid_streak: int = 0
+    best: Best | None = None
+    compile_ok: bool | None = None
+    started: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class _Run:
+    """What every step of one run works on."""
+
+    session: Session
+    preset: PolicyPreset
+    settings: EnvironmentSettings
+    budgets: Budgets
+    messages: list[dict[str, Any]]
+    state: _State
+    writer: TrajectoryWriter
+    emit: EventSink
+
+    def answer(self, message: dict[str, Any], record: ToolRecord) -> None:
+        """Send an observation back to the policy and record the step."""
+        message["content"] = truncate(message["content"], self.preset.context.max_tool_output_chars)
+        self.messages.append(message)
+        self.writer.write(record)
+
+
+def task_prompt(session: Session, preset: PolicyPreset) -> str:
+    reference = (session.workspace.root / "model.py").read_text()
+    files = ", ".join(sorted(editable_files(session))) or "none yet"
+    how = (
+        "Use the tools to write the kernels, compile, verify and profile; finish with evaluate."
+        if preset.action_format == "tools"
+        else "Answer with the complete files, each in a fenced block whose info string is its path, e.g. "
+        "```cuda kernels/my_op.cu, ```cpp kernels/my_op_binding.cpp and ```python model_new.py. "
+        "Each answer is compiled, verified and timed, and the result comes back to you."
+    )
+    return (
+        f"Task {session.task.id}. Make ModelNew (model_new.py) compute exactly what Model computes, faster "
+        f"than PyTorch eager and torch.compile, with CUDA kernels in kernels/.\n\nmodel.py:\n```python\n"
+        f"{reference}```\n\nEditable files now: {files}. {how}"
+    )
+
+
+async def run_episode(
+    session: Session,
+    preset: PolicyPreset,
+    policy: Policy,
+    trajectory_path: Path,
+    *,
+    settings: EnvironmentSettings | None = None,
+    budgets: Budgets | None = None,
+    seed: int | None = None,
+    temperature: float | None = None,
+    on_event: EventSink | None = None,
+    resume: Trajectory | None = None,
+) -> EpisodeResult:
+    settings = settings or EnvironmentSettings()
+    budgets = budgets or preset.budgets
+    temperature = preset.sampling.temperature if temperature is None else temperature
+    emit = on_event or (lambda event: None)
+    state = _State()
+    original = editable_files(session)
+    writer = TrajectoryWriter(trajectory_path)
+    try:
+        writer.write(
+            Header(
+                task_id=session.task.id,
+                reference_hash=code_hash({"model.py": (session.workspace.root / "model.py").read_text()}),
+                policy=preset.model_dump(mode="json"),
+                environment=_environment(settings),
+                sampling={"seed": seed, "temperature": temperature, "top_p": preset.sampling.top_p},
+                started_at=datetime.now(UTC).isoformat(),
+                resumed_from=str(resume.header.started_at) if resume else None,
+            )
+        )
+        if resume is not None:
+            messages = await _replay(session, resume, state, writer)
+        else:
+            messages = [
+                {"role": "system", "content": preset.system_prompt()},
+                {"role": "user", "content": task_prompt(session, preset)},
+            ]
+            for message in messages:
+                writer.write(MessageRecord(turn=0, message=message))
+        tools = (
+            [ACTIONS[name].openai_spec() for name in preset.tools]
+            if preset.action_format == "tools"
+            else None
+        )
+        run = _Run(session, preset, settings, budgets, messages, state, writer, emit)
+        stop: str | None = None
+        error: str | None = None
+        while stop is None:
+            stop = _budget_exhausted(state, budgets)
+            if stop is not None:
+                break
+            state.turn += 1
+            trim(messages, preset.context.max_context_tokens, preset.context.keep_recent_turns)
+            try:
+                completion = await policy.complete(messages, tools, seed=seed, temperature=temperature)
+            except EndpointError as exc:
+                # The endpoint's failure, not the policy's: the run ends with everything kept so far.
+                stop, error = "endpoint_error", str(exc)
+                break
+            state.tokens += int(completion.usage.get("total_tokens", 0))
+            messages.append(completion.message)
+            writer.write(
+                MessageRecord(
+                    turn=state.turn,
+                    message=completion.message,
+                    usage=completion.usage,
+                    latency_s=completion.latency_s,
+                )
+            )
+            emit(_event(state, "turn", detail=str(completion.message.get("content") or "")[:120]))
+            if preset.action_format == "tools":
+                stop = await _run_tool_calls(run, completion)
+            else:
+                stop = await _evaluate_answer(run, completion)
+        last = editable_files(session)
+        restore(session, state.best.files if state.best else original)
+        end = EndRecord(
+            stop_reason=stop,
+            turns=state.turn,
+            tokens=state.tokens,
+            wall_s=round(time.monotonic() - state.started, 3),
+            gpu_s=round(state.gpu_s, 3),
+            invalid_calls=state.invalid_calls,
+            best=state.best,
+            error=error,
+            last_files=last,
+        )
+        writer.write(end)
+        emit(_event(state, "end", detail=stop))
+    finally:
+        writer.close()
+    return EpisodeResult(
+        **end.model_dump(exclude={"type", "last_files"}),
+        trajectory=str(trajectory_path),
+        workspace=str(session.workspace.root),
+        seed=seed,
+        temperature=temperature,
+    )
+
+
+def _budget_exhausted(state: _State, budgets: Budgets) -> str | None:
+    if state.turn >= budgets.max_turns:
+        return "turn_budget"
+    if state.tokens >= budgets.max_tokens:
+        return "token_budget"
+    if time.monotonic() - state.started >= budgets.max_wall_s:
+        return "wall_time_budget"
+    if state.gpu_s >= budgets.max_gpu_s:
+        return "gpu_time_budget"
+    return None
+
+
+async def _run_tool_calls(run: _Run, completion: Completion) -> str | None:
+    state = run.state
+    calls = completion.message.get("tool_calls") or []
+    if not calls:
+        return "policy_finished"
+    for call in calls:
+        call_id = str(call.get("id", ""))
+        function = call.get("function") or {}
+        name, arguments = str(function.get("name", "")), str(function.get("arguments", ""))
+        record = ToolRecord(turn=state.turn, call_id=call_id, name=name, arguments=arguments, valid=False)
+        try:
+            action, args = parse_call(name, arguments, run.preset.tools)
+        except InvalidCall as invalid:
+            state.invalid_calls += 1
+            state.invalid_streak += 1
+            observation = f"error: {invalid}"
+            record.error = str(invalid)
+        else:
+            state.invalid_streak = 0
+            record.valid = True
+            started = time.monotonic()
+            try:
+                result = await action.run(run.session, args, run.settings)
+            except CudaAgentError as exc:
+                observation = f"error: {exc}"
+                record.error = str(exc)
+            else:
+                observation = result.model_dump_json(exclude_none=True)
+                record.result = result.model_dump(mode="json")
+                _note_result(run.session, result, state, record)
+            record.wall_s = round(time.monotonic() - started, 3)
+            if action.uses_gpu:
+                state.gpu_s += record.wall_s
+        run.answer({"role": "tool", "tool_call_id": call_id, "content": observation}, record)
+        run.emit(_event(state, "tool", tool=name, detail=(record.error or "ok")[:160]))
+    if state.invalid_streak >= run.budgets.max_invalid_calls:
+        return "invalid_tool_calls"
+    return None
+
+
+async def _evaluate_answer(run: _Run, completion: Completion) -> str | None:
+    """Text format: write the answer's fenced files, evaluate, and send the result back as a user turn."""
+    state = run.state
+    files = fenced_files(str(completion.message.get("content") or ""))
+    if not files:
+        return "policy_finished"
+    problems = []
+    for path, text in files.items():
+        try:
+            await write_file(run.session, path, text)
+        except CudaAgentError as exc:
+            problems.append(f"{path}: {exc}")
+    record = ToolRecord(
+        turn=state.turn, call_id=f"answer-{state.turn}", name="evaluate", arguments="{}", valid=True
+    )
+    started = time.monotonic()
+    result = await evaluate_kernels(run.session, evaluate_request(run.settings))
+    record.wall_s = round(time.monotonic() - started, 3)
+    state.gpu_s += record.wall_s
+    record.result = result.model_dump(mode="json")
+    record.error = "; ".join(problems) or None
+    _note_result(run.session, result, state, record)
+    report = result.model_dump_json(exclude_none=True)
+    text = f"{FEEDBACK_PREFIX} (turn {state.turn}):\n" + "".join(f"{p}\n" for p in problems) + report
+    message = {"role": "user", "content": text}
+    run.answer(message, record)
+    run.writer.write(MessageRecord(turn=state.turn, message=message))
+    run.emit(_event(state, "tool", tool="evaluate", detail=result.verify.verdict.status))
+    return None
+
+
+def _note_result(session: Session, result: BaseModel, state: _State, record: ToolRecord) -> None:
+    """Record reward and verification of a result; keep the files if they beat the best so far."""
+    status, reward, eager, compiled = None, None, None, None
+    if isinstance(result, BuildResult):
+        state.compile_ok = result.ok
+    elif isinstance(result, VerifyResult):
+        status = result.verdict.status
+    elif isinstance(result, EvalResult):
+        status, reward = result.verify.verdict.status, result.reward
+        if result.profile is not None:
+            eager, compiled = result.profile.speedup_vs_eager, result.profile.speedup_vs_compile
+    if status is not None:
+        state.compile_ok = status != "compile_failed"
+    verified = status == "passed"
+    record.verified, record.reward = verified, reward
+    files = editable_files(session)
+    record.code_hash = code_hash(files)
+    if not verified:
+        return
+    candidate = Best(
+        reward=reward,
+        speedup_vs_eager=eager,
+        speedup_vs_compile=compiled,
+        code_hash=record.code_hash,
+        files=files,
+        turn=state.turn,
+    )
+    if state.best is None or rank_best(candidate) > rank_best(state.best):
+        state.best = candidate
+
+
+def rank_best(best: Best) -> tuple[float, float]:
+    """Verified is worth at least the 'correct' milestone (1) even when timing was not done or failed."""
+    reward = best.reward if best.reward is not None and best.reward >= 1 else 1.0
+    return reward, best.speedup_vs_compile or 0.0
+
+
+async def _replay(
+    session: Session, trajectory: Trajectory, state: _State, writer: TrajectoryWriter
+) -> list[dict[str, Any]]:
+    """Resume: re-apply the recorded file edits to this workspace (no model calls, no evaluations) and
+    continue the recorded conversation and counters."""
+    for record in trajectory.tools:
+        if record.valid and record.name in ("write_file", "edit_file") and record.error is None:
+            action, args = parse_call(record.name, record.arguments, [record.name])
+            await action.run(session, args, EnvironmentSettings())
+    messages = trajectory.conversation()
+    for message in trajectory.messages:
+        writer.write(message)
+    for record in trajectory.tools:
+        writer.write(record)
+    if trajectory.end is not None:
+        state.turn = trajectory.end.turns
+        state.tokens = trajectory.end.tokens
+        state.gpu_s = trajectory.end.gpu_s
+        state.invalid_calls = trajectory.end.invalid_calls
+        state.best = trajectory.end.best
+    else:
+        state.turn = max((m.turn for m in trajectory.messages), default=0)
+    return messages
+
+
+def _event(state: _State, kind: str, *, tool: str | None = None, detail: str = "") -> EpisodeEvent:
+    best = state.best
+    return EpisodeEvent(
+        turn=state.turn,
+        kind=kind,
+        tool=tool,
+        detail=detail,
+        compile_ok=state.compile_ok,
+        best_verified=best is not None,
+        best_reward=best.reward if best else None,
+        best_speedup_vs_eager=best.speedup_vs_eager if best else None,
+        best_speedup_vs_compile=best.speedup_vs_compile if best else None,
+    )
+
+
+def _environment(settings: EnvironmentSettings) -> dict[str, Any]:
+    import torch
+
+    return {
+        "cuda_agent_mcp": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "settings": settings.model_dump(),
+    }

@@ -1,0 +1,58 @@
+"""Best-of-N: independent trajectories in parallel, each in its own workspace, the best verified one
+copied into the user's workspace. Seeds and temperatures are recorded per sample."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import anyio
+
+from cuda_agent_mcp.agent.actions import EnvironmentSettings
+from cuda_agent_mcp.agent.loop import EpisodeResult, EventSink, Policy, rank_best, run_episode
+from cuda_agent_mcp.agent.policy import Budgets, PolicyPreset
+from cuda_agent_mcp.agent.snapshot import editable_files, restore
+from cuda_agent_mcp.tools import Session
+
+
+async def best_of(
+    session: Session,
+    preset: PolicyPreset,
+    policy: Policy,
+    samples: int,
+    trajectory_dir: Path,
+    *,
+    settings: EnvironmentSettings | None = None,
+    budgets: Budgets | None = None,
+    seed: int = 0,
+    on_event: EventSink | None = None,
+) -> tuple[EpisodeResult | None, list[EpisodeResult]]:
+    """Run `samples` trajectories; the winner's files end up in `session`'s workspace."""
+    scratch = session.workspace.root.parent / f".{session.workspace.root.name}.samples"
+    results: list[EpisodeResult | None] = [None] * samples
+
+    async def one(index: int) -> None:
+        sample = Session.create(session.task, scratch / f"sample-{index}", overwrite=True)
+        restore(sample, editable_files(session))
+        results[index] = await run_episode(
+            sample,
+            preset,
+            policy,
+            trajectory_dir / f"sample-{index}.jsonl",
+            settings=settings,
+            budgets=budgets,
+            seed=seed + index,
+            on_event=on_event,
+        )
+
+    try:
+        async with anyio.create_task_group() as group:
+            for index in range(samples):
+                group.start_soon(one, index)
+    finally:
+        finished = [r for r in results if r is not None]
+        winner = max((r for r in finished if r.best), key=lambda r: rank_best(r.best), default=None)  # type: ignore[arg-type]
+        if winner is not None and winner.best is not None:
+            restore(session, winner.best.files)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return winner, finished

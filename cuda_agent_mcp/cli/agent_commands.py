@@ -1,0 +1,253 @@
+"""`cuda-agent optimize` (the agent loop) and `cuda-agent policy list|show|serve`."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import BaseModel
+from rich.markup import escape
+from rich.table import Table
+
+from cuda_agent_mcp.cli.common import emit_json, err, guarded, out, run
+from cuda_agent_mcp.tasks import TaskCatalog
+from cuda_agent_mcp.tools import Session
+
+policy_app = typer.Typer(help="Bundled agent policies: list, show, serve with vLLM.", no_args_is_help=True)
+
+
+class OptimizeReport(BaseModel):
+    """What `optimize --json` prints: the winning trajectory (if any) and every sample."""
+
+    task_id: str
+    policy: str
+    workspace: str
+    best: dict[str, object] | None
+    samples: list[dict[str, object]]
+
+
+def _agent():  # type: ignore[no-untyped-def]
+    """The agent package, or a readable exit when its extra is missing."""
+    try:
+        import cuda_agent_mcp.agent as agent
+    except ImportError as exc:
+        err.print(f"[red]error:[/] the agent loop needs: pip install 'cuda-agent-mcp[agent]' ({exc})")
+        raise typer.Exit(3) from None
+    return agent
+
+
+def _session(task: str, workspace: Path | None, tasks: list[Path] | None, stamp: str) -> tuple[Session, Path]:
+    """A session on an existing workspace directory, or a new workspace for a task id or .py file."""
+    as_path = Path(task)
+    if as_path.is_dir() and (as_path / "model.py").is_file():
+        return Session.open(as_path), as_path.parent / "cuda-agent-runs" / stamp
+    catalog = TaskCatalog.from_environment(tasks or [])
+    chosen = catalog.get(task)
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", chosen.id).strip("-")
+    run_dir = Path("cuda-agent-runs") / f"{slug}-{stamp}"
+    return Session.create(chosen, workspace or run_dir / "workspace"), run_dir
+
+
+def optimize_command(
+    task: Annotated[
+        str, typer.Argument(help="task id, a KernelBench-format .py file, or a workspace directory")
+    ],
+    policy: Annotated[str, typer.Option(help="bundled preset name or a preset directory")] = "cuda-agent",
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint, e.g. http://host:8000/v1")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="model name to request (overrides the preset's)")] = None,
+    samples: Annotated[
+        int, typer.Option(min=1, max=64, help="independent trajectories; the best is kept")
+    ] = 1,
+    max_turns: Annotated[int | None, typer.Option(min=1, help="override the preset's turn budget")] = None,
+    seed: Annotated[int, typer.Option(help="seed of the first sample (sample i uses seed + i)")] = 0,
+    temperature: Annotated[float | None, typer.Option(min=0.0, max=2.0)] = None,
+    workspace: Annotated[Path | None, typer.Option(help="where to lay out the workspace")] = None,
+    trajectory_dir: Annotated[Path | None, typer.Option(help="where trajectories go")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="continue a trajectory (its file edits are replayed)")
+    ] = None,
+    device: Annotated[str, typer.Option(help="cuda, or cpu for machines without a GPU")] = "cuda",
+    baselines: Annotated[
+        str, typer.Option(help="eager/torch.compile timings: cached (measured once per task), measure, skip")
+    ] = "cached",
+    no_audit: Annotated[
+        bool, typer.Option("--no-audit", help="accept PyTorch compute in ModelNew (testing only)")
+    ] = False,
+    tasks: Annotated[list[Path] | None, typer.Option("--tasks", "-t", help="extra task source")] = None,
+    json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Run the agent loop on a task with a policy served over the OpenAI wire format; the workspace ends
+    with the best verified kernel and every run leaves a JSONL trajectory."""
+    agent = _agent()
+    if device not in ("cuda", "cpu") or baselines not in ("cached", "measure", "skip"):
+        err.print("[red]error:[/] --device is cuda or cpu; --baselines is cached, measure or skip")
+        raise typer.Exit(2)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    preset = guarded(agent.load_policy, policy)
+    if model:
+        preset = preset.model_copy(update={"model": model, "served_model_name": None, "lora_adapter": None})
+    budgets = preset.budgets.model_copy(update={"max_turns": max_turns}) if max_turns else preset.budgets
+    settings = agent.EnvironmentSettings(device=device, audit=not no_audit, baselines=baselines)
+    session, run_dir = guarded(_session, task, workspace, tasks, stamp)
+    trajectories = trajectory_dir or run_dir
+    client = guarded(agent.PolicyClient, preset, base_url)
+    prior = agent.load_trajectory(resume) if resume else None
+    view = None if json else _LiveLines()
+
+    async def work() -> tuple[object, list[object]]:
+        try:
+            if samples == 1:
+                result = await agent.run_episode(
+                    session,
+                    preset,
+                    client,
+                    trajectories / "trajectory.jsonl",
+                    settings=settings,
+                    budgets=budgets,
+                    seed=seed,
+                    temperature=temperature,
+                    on_event=view,
+                    resume=prior,
+                )
+                return (result if result.best else None), [result]
+            return await agent.best_of(
+                session,
+                preset,
+                client,
+                samples,
+                trajectories,
+                settings=settings,
+                budgets=budgets,
+                seed=seed,
+                on_event=view,
+            )
+        finally:
+            await client.close()
+
+    winner, results = run(work)
+    report = OptimizeReport(
+        task_id=session.task.id,
+        policy=preset.name,
+        workspace=str(session.workspace.root),
+        best=winner.model_dump(mode="json", exclude={"best": {"files"}}) if winner else None,  # type: ignore[attr-defined]
+        samples=[r.model_dump(mode="json", exclude={"best": {"files"}}) for r in results],  # type: ignore[attr-defined]
+    )
+    if json:
+        emit_json(report)
+    else:
+        out.print(_summary(report))
+    failures = [r.error for r in results if r.error]  # type: ignore[attr-defined]
+    if winner is None and failures:
+        err.print(f"[red]error:[/] {escape(failures[0])}", highlight=False)
+        raise typer.Exit(3)
+    if winner is None:
+        raise typer.Exit(1)
+
+
+class _LiveLines:
+    """The live view: one line per turn and per tool call, on stderr (stdout stays for results)."""
+
+    def __call__(self, event) -> None:  # type: ignore[no-untyped-def]
+        best = "no verified kernel yet"
+        if event.best_verified:
+            best = f"best: verified, reward {event.best_reward}"
+            if event.best_speedup_vs_eager is not None:
+                best += f" ({event.best_speedup_vs_eager:.2f}x eager, {event.best_speedup_vs_compile or 0:.2f}x compile)"
+        compiled = {None: "-", True: "ok", False: "failed"}[event.compile_ok]
+        what = event.tool or event.kind
+        err.print(
+            f"turn {event.turn:>3} · {what:<10} · {event.detail[:70]!s:<70} · compile {compiled} · {best}",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _figure(best: dict[str, object], key: str) -> str:
+    value = best.get(key)
+    return f"{value:.3f}" if isinstance(value, float) else "-"
+
+
+def _summary(report: OptimizeReport) -> Table:
+    table = Table(
+        title=f"{report.task_id} with {report.policy}: workspace {report.workspace}", title_justify="left"
+    )
+    for column in (
+        "seed",
+        "temp",
+        "stop",
+        "turns",
+        "tokens",
+        "gpu s",
+        "best reward",
+        "vs eager",
+        "vs compile",
+        "trajectory",
+    ):
+        table.add_column(column)
+    for sample in report.samples:
+        best = sample.get("best")
+        best = best if isinstance(best, dict) else {}
+        table.add_row(
+            *(str(sample[key]) for key in ("seed", "temperature", "stop_reason", "turns", "tokens", "gpu_s")),
+            _figure(best, "reward") if best else "not verified",
+            _figure(best, "speedup_vs_eager"),
+            _figure(best, "speedup_vs_compile"),
+            str(sample["trajectory"]),
+        )
+    return table
+
+
+@policy_app.command("list")
+def policy_list(json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The bundled presets."""
+    agent = _agent()
+    presets = guarded(agent.list_policies)
+    if json:
+        out.print_json(data=[p.model_dump(mode="json") for p in presets])
+        return
+    table = Table(title="policies", title_justify="left")
+    for column in ("name", "model", "format", "description"):
+        table.add_column(column)
+    for p in presets:
+        table.add_row(p.name, p.model, p.action_format, p.description[:90])
+    out.print(table)
+
+
+@policy_app.command("show")
+def policy_show(name: Annotated[str, typer.Argument(help="preset name or directory")]) -> None:
+    """A preset in full, with its system prompt."""
+    agent = _agent()
+    preset = guarded(agent.load_policy, name)
+    out.print_json(data=preset.model_dump(mode="json"))
+    out.print(preset.system_prompt(), markup=False, highlight=False)
+
+
+@policy_app.command("serve")
+def policy_serve(
+    name: Annotated[str, typer.Argument(help="preset name or directory")],
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
+    host: str = "127.0.0.1",
+    run_it: Annotated[bool, typer.Option("--run", help="start vLLM instead of printing the command")] = False,
+) -> None:
+    """Print (or with --run, start) the exact `vllm serve` command for a preset."""
+    agent = _agent()
+    preset = guarded(agent.load_policy, name)
+    command = guarded(agent.vllm_command, preset, host=host, port=port)
+    from cuda_agent_mcp.agent.policy import shell_line
+
+    if not run_it:
+        sys.stdout.write(shell_line(command) + "\n")  # one line, never wrapped: it is meant to be pasted
+        return
+    try:
+        raise typer.Exit(subprocess.call(command, env=os.environ.copy()))
+    except FileNotFoundError:
+        err.print("[red]error:[/] vllm is not installed here: pip install vllm")
+        raise typer.Exit(3) from None
