@@ -38,7 +38,7 @@ from cuda_agent_mcp.agent.trajectory import (
     Trajectory,
     TrajectoryWriter,
 )
-from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.errors import CudaAgentError, InfraError
 from cuda_agent_mcp.results import BuildResult, EvalResult, VerifyResult
 from cuda_agent_mcp.tools import Session, evaluate_kernels, write_file
 
@@ -267,6 +267,11 @@ async def _run_tool_calls(run: _Run, completion: Completion) -> str | None:
             started = time.monotonic()
             try:
                 result = await action.run(run.session, args, run.settings)
+            except InfraError as exc:
+                # Not the policy's doing: say so in one line (the record keeps the whole message).
+                last_line = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+                observation = f"error (infrastructure, not your code; try again later): {last_line}"
+                record.error, record.infra_error = str(exc), True
             except CudaAgentError as exc:
                 observation = f"error: {exc}"
                 record.error = str(exc)

@@ -45,6 +45,9 @@ class ToolRecord(_Record):
     arguments: str
     valid: bool
     error: str | None = None
+    infra_error: bool = Field(
+        False, description="the environment failed, not the policy: mask it when training"
+    )
     result: dict[str, Any] | None = None
     wall_s: float = 0.0
     reward: float | None = None
