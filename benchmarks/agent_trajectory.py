@@ -3,9 +3,10 @@
     python benchmarks/agent_trajectory.py --out DIR
 
 The policy is the scripted OpenAI-wire server of the tests (no language model runs here); everything
-else is real: the OpenAI client, the tool layer, nvcc, the judge, the timed baselines. Task: KernelBench
-level1/19 ReLU (6.4 GB input). Script: write a float4 ReLU whose fourth lane is never clamped, compile
-and verify it (wrong output), fix that line with edit_file, evaluate (verify + profile + reward), stop.
+else is real: the OpenAI client, the tool layer, nvcc, the judge, the timed baselines. Task: the
+bundled bias_add_relu example (relu(x + bias), 8192 x 4096 fp32), where one fused pass beats eager's
+two kernels. Script: write the fused kernel with the bias forgotten, compile and verify it (wrong
+output), put the bias back with edit_file, evaluate (verify + profile + reward), stop.
 Writes DIR/trajectory.jsonl and DIR/agent_trajectory.json (the loop's result and each step's verdict).
 """
 
@@ -26,17 +27,17 @@ from cuda_agent_mcp.tools import Session
 from tests.agent.scripted_llm import ScriptedLLM, serve, tool_call, turn
 
 REPO = Path(__file__).resolve().parent.parent
-TASK = REPO / "benchmarks" / "kernelbench_level1_19_ReLU.py"
-EXAMPLE = REPO / "examples" / "relu"
-CLAMP_W = "    v.w = fmaxf(v.w, 0.f);\n"
+EXAMPLE = REPO / "examples" / "bias_add_relu"
+TASK = EXAMPLE / "model.py"
+WITH_BIAS = "x[i] + __ldg(bias + i % features)"
 
 
 def script() -> list[dict]:
-    kernel = (EXAMPLE / "kernels" / "relu.cu").read_text()
-    assert CLAMP_W in kernel
+    kernel = (EXAMPLE / "kernels" / "bias_add_relu.cu").read_text()
+    assert WITH_BIAS in kernel
     files = {
-        "kernels/relu.cu": kernel.replace(CLAMP_W, ""),  # the bug: lane w passes negatives through
-        "kernels/relu_binding.cpp": (EXAMPLE / "kernels" / "relu_binding.cpp").read_text(),
+        "kernels/bias_add_relu.cu": kernel.replace(WITH_BIAS, "x[i]"),  # the bug: the bias is forgotten
+        "kernels/bias_add_relu_binding.cpp": (EXAMPLE / "kernels" / "bias_add_relu_binding.cpp").read_text(),
         "model_new.py": (EXAMPLE / "model_new.py").read_text(),
     }
     return [
@@ -46,14 +47,14 @@ def script() -> list[dict]:
             tool_call(
                 "edit_file",
                 {
-                    "path": "kernels/relu.cu",
-                    "old_text": "    y[i] = v;\n",
-                    "new_text": CLAMP_W + "    y[i] = v;\n",
+                    "path": "kernels/bias_add_relu.cu",
+                    "old_text": "fmaxf(x[i], 0.f)",
+                    "new_text": f"fmaxf({WITH_BIAS}, 0.f)",
                 },
             )
         ),
         turn(tool_call("evaluate", {"trials": 5})),
-        turn(content="Done: the float4 kernel is verified and timed."),
+        turn(content="Done: the fused kernel is verified and timed."),
     ]
 
 
@@ -61,7 +62,7 @@ async def run(out: Path) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="cuda-agent-trajectory-"))
     try:
         session = Session.create(
-            load_task_file(TASK, task_id="kernelbench/level1/19"), work / "ws", cache_dir=work / "cache"
+            load_task_file(TASK, task_id="example/bias_add_relu"), work / "ws", cache_dir=work / "cache"
         )
         with serve(ScriptedLLM(replies=script())) as llm:
             preset = load_policy("cuda-agent")
@@ -94,7 +95,7 @@ async def run(out: Path) -> dict[str, object]:
     return {
         "benchmark": "agent_trajectory",
         "commit": os.environ.get("BENCH_COMMIT", "unknown"),
-        "task": "kernelbench/level1/19 ReLU, x 4096 x 393216 fp32",
+        "task": "example/bias_add_relu, relu(x + bias), x 8192 x 4096 fp32",
         "result": result.model_dump(mode="json", exclude={"best": {"files"}}),
         "steps": steps,
     }
