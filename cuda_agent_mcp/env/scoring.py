@@ -1,0 +1,124 @@
+"""Batched scoring for single-turn RL: many (task, solution) pairs, rewards back in order.
+
+Each solution gets its own workspace. All of them share one GPU scheduler over the visible GPUs, so
+timed work holds a GPU alone while builds and other solutions' correctness checks overlap with it;
+`concurrency` (default two per GPU) bounds how many solutions are in flight. Infrastructure failures are
+retried, then reported as such (`masked`), never as a bad reward for the model.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from cuda_agent_mcp.agent.actions import EnvironmentSettings, evaluate_request
+from cuda_agent_mcp.agent.snapshot import restore
+from cuda_agent_mcp.env.failures import FailureKind, InfraFailure, verdict_failure, with_infra_retries
+from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.evaluator.reward import FAIL, RewardSchedule
+from cuda_agent_mcp.executors.scheduler import GpuScheduler
+from cuda_agent_mcp.tasks import Task, TaskCatalog
+from cuda_agent_mcp.tools import Session, evaluate_kernels
+from cuda_agent_mcp.tools.gpu import gpu_specs
+
+
+class Solution(BaseModel):
+    """A candidate: its editable files (model_new.py and kernels/...) for one task."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task: str = Field(description="task id or .py path")
+    files: dict[str, str]
+
+
+class Score(BaseModel):
+    index: int
+    task_id: str
+    reward: float
+    status: str = Field(description="verdict status, or 'infrastructure_error'")
+    failure: FailureKind | None = None
+    masked: bool = Field(False, description="the environment failed: leave this sample out of the update")
+    attempts: int = 1
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    message: str = ""
+
+
+async def score_batch(
+    solutions: Sequence[Solution],
+    *,
+    catalog: TaskCatalog | None = None,
+    settings: EnvironmentSettings | None = None,
+    schedule: RewardSchedule = "milestones",
+    concurrency: int | None = None,
+    infra_retries: int = 2,
+    trials: int = 5,
+) -> list[Score]:
+    catalog = catalog or TaskCatalog.from_environment()
+    settings = settings or EnvironmentSettings()
+    gpus = [g.index for g in gpu_specs().gpus] if settings.device == "cuda" else []
+    scheduler = GpuScheduler(gpus) if gpus else None
+    limit = anyio.CapacityLimiter(concurrency or max(2 * len(gpus), 1))
+    request = evaluate_request(settings, trials=trials).model_copy(update={"reward_schedule": schedule})
+    scores: list[Score | None] = [None] * len(solutions)
+    root = Path(tempfile.mkdtemp(prefix="cuda-agent-score-"))
+
+    async def one(index: int, solution: Solution) -> None:
+        try:
+            task: Task = catalog.get(solution.task)
+        except CudaAgentError as exc:
+            scores[index] = Score(
+                index=index, task_id=solution.task, reward=FAIL, status="bad_task", message=str(exc)
+            )
+            return
+        session = Session.create(task, root / f"solution-{index}", scheduler=scheduler)
+        restore(session, solution.files)
+        attempts = 0
+
+        async def evaluate():  # type: ignore[no-untyped-def]
+            nonlocal attempts
+            attempts += 1
+            async with limit:
+                return await evaluate_kernels(session, request)
+
+        try:
+            result = await with_infra_retries(evaluate, infra_retries)
+        except InfraFailure as failure:
+            scores[index] = Score(
+                index=index,
+                task_id=task.id,
+                reward=0.0,
+                status="infrastructure_error",
+                failure="infrastructure",
+                masked=True,
+                attempts=failure.attempts,
+                message=str(failure.cause),
+            )
+            return
+        status = result.verify.verdict.status
+        if status == "passed" and result.profile is not None:
+            status = result.profile.verdict.status
+        scores[index] = Score(
+            index=index,
+            task_id=task.id,
+            reward=result.reward,
+            status=status,
+            failure=verdict_failure(status),
+            attempts=attempts,
+            speedup_vs_eager=result.profile.speedup_vs_eager if result.profile else None,
+            speedup_vs_compile=result.profile.speedup_vs_compile if result.profile else None,
+        )
+        shutil.rmtree(session.workspace.root, ignore_errors=True)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for index, solution in enumerate(solutions):
+                group.start_soon(one, index, solution)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return [s for s in scores if s is not None]

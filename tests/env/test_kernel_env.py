@@ -1,0 +1,148 @@
+"""KernelEnv and score_batch on the CPU: real workspaces, builds and judge; failures classified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+import cuda_agent_mcp.env.kernel_env as kernel_env_module
+import cuda_agent_mcp.env.scoring as scoring_module
+from cuda_agent_mcp.env import KernelEnv, Solution, ToolCall, score_batch
+from cuda_agent_mcp.errors import UsageError
+from cuda_agent_mcp.tasks import TaskCatalog
+from cuda_agent_mcp.tools import JudgeFailed
+from tests.agent.conftest import CORRECT, CPU, KERNELS, SMALL_INPUTS, WRONG
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.nvcc
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> TaskCatalog:
+    task = tmp_path / "bias_add_relu.py"
+    task.write_text((EXAMPLES / "bias_add_relu" / "model.py").read_text().replace(*SMALL_INPUTS))
+    return TaskCatalog([task], include_bundled=False)
+
+
+def _files(model_new: str) -> dict[str, str]:
+    return {"model_new.py": model_new, **{f"kernels/{p.name}": p.read_text() for p in KERNELS.iterdir()}}
+
+
+def _env(catalog: TaskCatalog, tmp_path: Path, **options) -> KernelEnv:
+    return KernelEnv(catalog=catalog, settings=CPU, root=tmp_path / "env", **options)
+
+
+def _writes(model_new: str) -> list[ToolCall]:
+    return [
+        ToolCall(name="write_file", arguments={"path": p, "content": c}) for p, c in _files(model_new).items()
+    ]
+
+
+def test_an_episode_steps_through_the_tool_layer_and_ends_on_submit(catalog, tmp_path: Path) -> None:
+    env = _env(catalog, tmp_path)
+
+    async def episode():
+        observation = await env.reset(catalog.list()[0].id)
+        steps = [await env.step(call) for call in _writes(CORRECT)]
+        steps.append(await env.step({"name": "compile"}))
+        steps.append(await env.step({"name": "write_file", "arguments": "{not json"}))
+        steps.append(await env.step(ToolCall(name="submit", arguments={"trials": 2})))
+        return observation, steps
+
+    observation, steps = anyio.run(episode)
+    assert {t["function"]["name"] for t in observation.tools} >= {
+        "write_file",
+        "compile",
+        "evaluate",
+        "submit",
+    }
+    assert "bias" in observation.task and observation.system_prompt
+    *middle, invalid, final = steps
+    assert all(s.reward == 0.0 and not s.done for s in [*middle, invalid])
+    assert middle[-1].info.compile_ok is True
+    assert (
+        not invalid.info.valid and invalid.info.failure == "model" and "not valid JSON" in invalid.observation
+    )
+    assert final.done and final.info.verify_ok is True and final.info.failure is None
+    # Baselines are skipped on the CPU, so the kernel is correct but untimed: milestones give FAIL.
+    assert final.reward == -1.0
+    with pytest.raises(UsageError, match="episode is over"):
+        anyio.run(lambda: env.step({"name": "list_files"}))
+
+
+def test_a_wrong_kernel_is_the_models_failure_and_the_turn_budget_forces_a_final_evaluation(
+    catalog, tmp_path: Path
+) -> None:
+    env = _env(catalog, tmp_path, max_turns=len(_writes(WRONG)))
+
+    async def episode():
+        await env.reset(catalog.list()[0].id)
+        return [await env.step(call) for call in _writes(WRONG)]
+
+    *_, last = anyio.run(episode)
+    assert last.done and last.info.tool == "submit"
+    assert last.info.verify_ok is False and last.info.failure == "model" and not last.info.mask
+    assert last.reward == -1.0
+
+
+def test_infrastructure_failures_are_retried_then_masked_never_scored(
+    catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = kernel_env_module.evaluate_kernels
+    failures = {"left": 2}
+
+    async def flaky(session, request, **kw):  # the judge dies twice, then works
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise JudgeFailed("the judge process exited with signal 9")
+        return await real(session, request, **kw)
+
+    monkeypatch.setattr(kernel_env_module, "evaluate_kernels", flaky)
+    monkeypatch.setattr("cuda_agent_mcp.env.failures.anyio.sleep", lambda s: anyio.lowlevel.checkpoint())
+    env = _env(catalog, tmp_path, infra_retries=2)
+
+    async def episode(retries_left: int):
+        failures["left"] = retries_left
+        await env.reset(catalog.list()[0].id)
+        for call in _writes(CORRECT):
+            await env.step(call)
+        return await env.step({"name": "submit", "arguments": {"trials": 2}})
+
+    recovered = anyio.run(lambda: episode(2))
+    assert recovered.info.attempts == 3 and recovered.info.verify_ok and not recovered.info.mask
+    persistent = anyio.run(lambda: episode(99))
+    assert persistent.done and persistent.info.mask and persistent.info.failure == "infrastructure"
+    assert persistent.info.attempts == 3 and persistent.reward == 0.0
+
+
+def test_score_batch_returns_rewards_in_order_with_whose_fault_each_failure_was(
+    catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task_id = catalog.list()[0].id
+    broken_kernel = _files(CORRECT) | {"kernels/bias_add_relu.cu": "this is not CUDA\n"}
+    solutions = [
+        Solution(task=task_id, files=_files(CORRECT)),
+        Solution(task=task_id, files=_files(WRONG)),
+        Solution(task=task_id, files=broken_kernel),
+        Solution(task="no/such/task", files=_files(CORRECT)),
+    ]
+    scores = anyio.run(lambda: score_batch(solutions, catalog=catalog, settings=CPU, concurrency=2, trials=2))
+    assert [s.index for s in scores] == [0, 1, 2, 3]
+    assert [s.status for s in scores] == ["passed", "wrong_output", "compile_failed", "bad_task"]
+    assert [s.failure for s in scores[:3]] == [None, "model", "model"]
+    assert not any(s.masked for s in scores)
+
+    async def judge_down(session, request, **kw):
+        raise JudgeFailed("no judge could start: CUDA driver unavailable")
+
+    monkeypatch.setattr(scoring_module, "evaluate_kernels", judge_down)
+    monkeypatch.setattr("cuda_agent_mcp.env.failures.anyio.sleep", lambda s: anyio.lowlevel.checkpoint())
+    (down,) = anyio.run(lambda: score_batch(solutions[:1], catalog=catalog, settings=CPU, infra_retries=1))
+    assert (down.status, down.failure, down.masked, down.attempts) == (
+        "infrastructure_error",
+        "infrastructure",
+        True,
+        2,
+    )
