@@ -12,7 +12,7 @@ from cuda_agent_mcp.agent.policy import (
     load_policy,
     vllm_command,
 )
-from cuda_agent_mcp.agent.search import best_of
+from cuda_agent_mcp.agent.search import best_of, gpu_scheduler
 from cuda_agent_mcp.agent.trajectory import Trajectory, TrajectoryError, load_trajectory
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "Trajectory",
     "TrajectoryError",
     "best_of",
+    "gpu_scheduler",
     "list_policies",
     "load_policy",
     "load_trajectory",

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from cuda_agent_mcp import __version__
 from cuda_agent_mcp.agent.actions import (
@@ -69,6 +69,7 @@ class EpisodeEvent(BaseModel):
     best_reward: float | None = None
     best_speedup_vs_eager: float | None = None
     best_speedup_vs_compile: float | None = None
+    gpu_queue: str | None = Field(None, description="the shared GPU scheduler's state, when there is one")
 
 
 class EpisodeResult(RunTotals):
@@ -105,6 +106,24 @@ class _Run:
     state: _State
     writer: TrajectoryWriter
     emit: EventSink
+
+    def event(self, kind: str, *, tool: str | None = None, detail: str = "") -> None:
+        best = self.state.best
+        scheduler = self.session.scheduler
+        self.emit(
+            EpisodeEvent(
+                turn=self.state.turn,
+                kind=kind,
+                tool=tool,
+                detail=detail,
+                compile_ok=self.state.compile_ok,
+                best_verified=best is not None,
+                best_reward=best.reward if best else None,
+                best_speedup_vs_eager=best.speedup_vs_eager if best else None,
+                best_speedup_vs_compile=best.speedup_vs_compile if best else None,
+                gpu_queue=scheduler.describe() if scheduler is not None else None,
+            )
+        )
 
     def answer(self, message: dict[str, Any], record: ToolRecord) -> None:
         """Send an observation back to the policy and record the step."""
@@ -201,7 +220,7 @@ async def run_episode(
                     latency_s=completion.latency_s,
                 )
             )
-            emit(_event(state, "turn", detail=str(completion.message.get("content") or "")[:120]))
+            run.event("turn", detail=str(completion.message.get("content") or "")[:120])
             if preset.action_format == "tools":
                 stop = await _run_tool_calls(run, completion)
             else:
@@ -220,7 +239,7 @@ async def run_episode(
             last_files=last,
         )
         writer.write(end)
-        emit(_event(state, "end", detail=stop))
+        run.event("end", detail=stop)
     finally:
         writer.close()
     return EpisodeResult(
@@ -283,7 +302,7 @@ async def _run_tool_calls(run: _Run, completion: Completion) -> str | None:
             if action.uses_gpu:
                 state.gpu_s += record.wall_s
         run.answer({"role": "tool", "tool_call_id": call_id, "content": observation}, record)
-        run.emit(_event(state, "tool", tool=name, detail=(record.error or "ok")[:160]))
+        run.event("tool", tool=name, detail=(record.error or "ok")[:160])
     if state.invalid_streak >= run.budgets.max_invalid_calls:
         return "invalid_tool_calls"
     return None
@@ -316,7 +335,7 @@ async def _evaluate_answer(run: _Run, completion: Completion) -> str | None:
     message = {"role": "user", "content": text}
     run.answer(message, record)
     run.writer.write(MessageRecord(turn=state.turn, message=message))
-    run.emit(_event(state, "tool", tool="evaluate", detail=result.verify.verdict.status))
+    run.event("tool", tool="evaluate", detail=result.verify.verdict.status)
     return None
 
 
@@ -380,21 +399,6 @@ async def _replay(
     else:
         state.turn = max((m.turn for m in trajectory.messages), default=0)
     return messages
-
-
-def _event(state: _State, kind: str, *, tool: str | None = None, detail: str = "") -> EpisodeEvent:
-    best = state.best
-    return EpisodeEvent(
-        turn=state.turn,
-        kind=kind,
-        tool=tool,
-        detail=detail,
-        compile_ok=state.compile_ok,
-        best_verified=best is not None,
-        best_reward=best.reward if best else None,
-        best_speedup_vs_eager=best.speedup_vs_eager if best else None,
-        best_speedup_vs_compile=best.speedup_vs_compile if best else None,
-    )
 
 
 def _environment(settings: EnvironmentSettings) -> dict[str, Any]:

@@ -12,7 +12,9 @@ from cuda_agent_mcp.agent.actions import EnvironmentSettings
 from cuda_agent_mcp.agent.loop import EpisodeResult, EventSink, Policy, rank_best, run_episode
 from cuda_agent_mcp.agent.policy import Budgets, PolicyPreset
 from cuda_agent_mcp.agent.snapshot import editable_files, restore
+from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tools import Session
+from cuda_agent_mcp.tools.gpu import gpu_specs
 
 
 async def best_of(
@@ -29,10 +31,18 @@ async def best_of(
 ) -> tuple[EpisodeResult | None, list[EpisodeResult]]:
     """Run `samples` trajectories; the winner's files end up in `session`'s workspace."""
     scratch = session.workspace.root.parent / f".{session.workspace.root.name}.samples"
+    # Samples share the GPUs through one scheduler: timed work never overlaps on a GPU.
+    scheduler = session.scheduler or gpu_scheduler(settings or EnvironmentSettings())
     results: list[EpisodeResult | None] = [None] * samples
 
     async def one(index: int) -> None:
-        sample = Session.create(session.task, scratch / f"sample-{index}", overwrite=True)
+        sample = Session.create(
+            session.task,
+            scratch / f"sample-{index}",
+            overwrite=True,
+            cache_dir=session.cache_dir,
+            scheduler=scheduler,
+        )
         restore(sample, editable_files(session))
         results[index] = await run_episode(
             sample,
@@ -56,3 +66,9 @@ async def best_of(
             restore(session, winner.best.files)
         shutil.rmtree(scratch, ignore_errors=True)
     return winner, finished
+
+
+def gpu_scheduler(settings: EnvironmentSettings) -> GpuScheduler | None:
+    """One scheduler over the visible GPUs for runs that evaluate on CUDA; None without a GPU."""
+    gpus = [g.index for g in gpu_specs().gpus] if settings.device == "cuda" else []
+    return GpuScheduler(gpus) if gpus else None

@@ -97,6 +97,7 @@ def optimize_command(
     budgets = preset.budgets.model_copy(update={"max_turns": max_turns}) if max_turns else preset.budgets
     settings = agent.EnvironmentSettings(device=device, audit=not no_audit, baselines=baselines)
     session, run_dir = guarded(_session, task, workspace, tasks, stamp)
+    session.scheduler = agent.gpu_scheduler(settings)  # queue state for the live view; shared by --samples
     trajectories = trajectory_dir or run_dir
     client = guarded(agent.PolicyClient, preset, base_url)
     prior = agent.load_trajectory(resume) if resume else None
@@ -163,6 +164,8 @@ class _LiveLines:
                 best += f" ({event.best_speedup_vs_eager:.2f}x eager, {event.best_speedup_vs_compile or 0:.2f}x compile)"
         compiled = {None: "-", True: "ok", False: "failed"}[event.compile_ok]
         what = event.tool or event.kind
+        if event.gpu_queue:
+            best += f" · {event.gpu_queue}"
         err.print(
             f"turn {event.turn:>3} · {what:<10} · {event.detail[:70]!s:<70} · compile {compiled} · {best}",
             highlight=False,

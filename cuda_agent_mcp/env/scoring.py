@@ -17,14 +17,13 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.agent.actions import EnvironmentSettings, evaluate_request
+from cuda_agent_mcp.agent.search import gpu_scheduler
 from cuda_agent_mcp.agent.snapshot import restore
 from cuda_agent_mcp.env.failures import FailureKind, InfraFailure, verdict_failure, with_infra_retries
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.evaluator.reward import FAIL, RewardSchedule
-from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import Session, evaluate_kernels
-from cuda_agent_mcp.tools.gpu import gpu_specs
 
 
 class Solution(BaseModel):
@@ -61,9 +60,9 @@ async def score_batch(
 ) -> list[Score]:
     catalog = catalog or TaskCatalog.from_environment()
     settings = settings or EnvironmentSettings()
-    gpus = [g.index for g in gpu_specs().gpus] if settings.device == "cuda" else []
-    scheduler = GpuScheduler(gpus) if gpus else None
-    limit = anyio.CapacityLimiter(concurrency or max(2 * len(gpus), 1))
+    scheduler = gpu_scheduler(settings)
+    gpus = len(scheduler.status()) if scheduler is not None else 0
+    limit = anyio.CapacityLimiter(concurrency or max(2 * gpus, 1))
     request = evaluate_request(settings, trials=trials).model_copy(update={"reward_schedule": schedule})
     scores: list[Score | None] = [None] * len(solutions)
     root = Path(tempfile.mkdtemp(prefix="cuda-agent-score-"))

@@ -97,6 +97,11 @@ class GpuScheduler:
             for index, gpu in self._gpus.items()
         }
 
+    def describe(self) -> str:
+        """One line for a live view: each GPU's state and how many requests wait."""
+        gpus = ", ".join(f"gpu {index} {state}" for index, state in self.status().items())
+        return f"{gpus}; {len(self._waiting)} waiting"
+
     # -- internals ---------------------------------------------------------------------------------
 
     def _ordered(self) -> list[_Request]:

@@ -178,3 +178,22 @@ def test_best_of_n_keeps_the_best_sample_and_records_each_seed(session, scripted
     headers = [load_trajectory(tmp_path / "runs" / f"sample-{i}.jsonl").header for i in (0, 1)]
     assert [h.sampling["seed"] for h in headers] == [7, 8]
     assert json.loads(json.dumps(headers[0].sampling))["temperature"] == preset.sampling.temperature
+
+
+def test_the_live_view_gets_each_turn_tool_compile_status_and_gpu_queue(
+    session, scripted, tmp_path: Path
+) -> None:
+    from cuda_agent_mcp.executors.scheduler import GpuScheduler
+
+    copy_example_kernels(session)
+    session.scheduler = GpuScheduler([0])
+    events = []
+    with scripted([turn(tool_call("compile", {})), turn(tool_call("list_files", {}))]) as (_, preset, client):
+        _episode(session, preset, client, tmp_path / "t.jsonl", on_event=events.append)
+
+    assert [(e.kind, e.tool) for e in events] == [
+        ("turn", None), ("tool", "compile"), ("turn", None), ("tool", "list_files"), ("turn", None), ("end", None)
+    ]  # fmt: skip
+    assert events[0].compile_ok is None and events[1].compile_ok is True
+    assert events[-1].detail == "policy_finished" and not events[-1].best_verified
+    assert all(e.gpu_queue == "gpu 0 idle; 0 waiting" for e in events)
