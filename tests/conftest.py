@@ -55,3 +55,13 @@ def kernelbench() -> Path:
 def shared_build_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One build cache for the whole run: torch-header compiles are paid once, as in real use."""
     return tmp_path_factory.mktemp("build-cache")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_judge_servers_outlive_their_module():
+    """Sessions share one judge pool per process; its warm servers would otherwise stay up for the rest
+    of the run (and look like leaks to tests that count a process's judges)."""
+    yield
+    from cuda_agent_mcp.evaluator.judge_service import close_shared_judge_pool
+
+    close_shared_judge_pool()

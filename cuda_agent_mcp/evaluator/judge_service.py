@@ -273,6 +273,12 @@ def _key(env: Mapping[str, str]) -> _Key:
 _shared: JudgePool | None = None
 
 
+def close_shared_judge_pool() -> None:
+    """Stop the shared pool's idle servers now (it starts new ones when next used)."""
+    if _shared is not None:
+        _shared.close()
+
+
 def shared_judge_pool(log_dir: Path) -> JudgePool:
     """The process's pool (created on first use; its servers are closed at exit)."""
     global _shared
