@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import anyio
 from pydantic import BaseModel, ConfigDict
 
+from cuda_agent_mcp.errors import InfraError
+
 
 class QueueStatus(BaseModel):
     """Where a waiting request stands: 1 is next."""
@@ -25,6 +27,12 @@ class QueueStatus(BaseModel):
 
     position: int
     waiting: int
+
+
+class GpuUnavailable(InfraError):
+    """Every GPU of the scheduler is drained: nothing can run until an operator looks at them."""
+
+    retryable = False
 
 
 class GpuLease(BaseModel):
@@ -51,6 +59,7 @@ class _Request:
 class _Gpu:
     exclusive: bool = False
     shared: int = 0
+    drained: str | None = None  # why it takes no more work
 
 
 class GpuScheduler:
@@ -71,13 +80,17 @@ class GpuScheduler:
     ) -> AsyncIterator[GpuLease]:
         """Hold a GPU for the body of the `async with`. Cancelling while waiting leaves the queue."""
         request = _Request(owner, exclusive, next(self._counter), time.monotonic(), on_wait=on_wait)
+        self._refuse_if_all_drained()
         self._waiting.append(request)
         self._dispatch()
         try:
             await request.granted.wait()
+            if request.gpu is None:  # woken by drain(): no GPU is left
+                self._refuse_if_all_drained()
         except BaseException:
             if request.gpu is None:
-                self._waiting.remove(request)
+                if request in self._waiting:  # drain() may have emptied the queue already
+                    self._waiting.remove(request)
                 self._dispatch()
             else:
                 self._release(request)
@@ -91,11 +104,25 @@ class GpuScheduler:
             self._release(request)
 
     def status(self) -> dict[int, str]:
-        """Per GPU: `exclusive`, `shared:N` or `idle`."""
-        return {
-            index: "exclusive" if gpu.exclusive else (f"shared:{gpu.shared}" if gpu.shared else "idle")
-            for index, gpu in self._gpus.items()
-        }
+        """Per GPU: `exclusive`, `shared:N`, `idle`, or `drained: why`."""
+        return {index: _describe(gpu) for index, gpu in self._gpus.items()}
+
+    def drain(self, gpu: int, reason: str) -> None:
+        """Take `gpu` out of service (work already on it finishes); requests wait for the others, and
+        fail with GpuUnavailable once every GPU is drained."""
+        self._gpus[gpu].drained = reason
+        if self._all_drained():
+            for request in self._waiting:
+                request.granted.set()  # wakes them to fail
+            self._waiting.clear()
+
+    def _all_drained(self) -> bool:
+        return all(g.drained is not None for g in self._gpus.values())
+
+    def _refuse_if_all_drained(self) -> None:
+        if self._all_drained():
+            reasons = "; ".join(f"GPU {i}: {g.drained}" for i, g in self._gpus.items())
+            raise GpuUnavailable(f"every GPU is drained ({reasons})")
 
     def describe(self) -> str:
         """One line for a live view: each GPU's state and how many requests wait."""
@@ -109,6 +136,8 @@ class GpuScheduler:
 
     def _fits(self, request: _Request) -> int | None:
         for index, gpu in self._gpus.items():
+            if gpu.drained is not None:
+                continue
             if request.exclusive and not gpu.exclusive and gpu.shared == 0:
                 return index
             if not request.exclusive and not gpu.exclusive and gpu.shared < self._shared_slots:
@@ -142,3 +171,11 @@ class GpuScheduler:
         else:
             gpu.shared -= 1
         self._dispatch()
+
+
+def _describe(gpu: _Gpu) -> str:
+    if gpu.drained is not None:
+        return f"drained: {gpu.drained}"
+    if gpu.exclusive:
+        return "exclusive"
+    return f"shared:{gpu.shared}" if gpu.shared else "idle"

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal, TypeVar
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import ProgressCallback
@@ -24,14 +25,17 @@ from cuda_agent_mcp.evaluator.audit import audit_workspace
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
 from cuda_agent_mcp.evaluator.judge_service import JudgeUnavailable
 from cuda_agent_mcp.evaluator.reward import RewardSchedule, reward
+from cuda_agent_mcp.executors.health import probe_gpu
 from cuda_agent_mcp.results import (
     AuditFinding,
     BuildResult,
     CompileFailed,
+    Crashed,
     EvalResult,
     Passed,
     ProfileResult,
     Rejected,
+    TimedOut,
     Verdict,
     VerifyResult,
 )
@@ -344,7 +348,10 @@ async def run_judge(
             try:
                 report, startup_s = await session.judges.run(job, env, timeout_s)
             except JudgeUnavailable as exc:
+                await _check_gpu(session, gpu)
                 raise JudgeFailed(str(exc)) from None
+            if needs_health_check(report):
+                await _check_gpu(session, gpu)  # before the lease goes to the next job
         if report.infra_error:
             raise JudgeFailed(f"the judge failed: {report.infra_error[-2000:]}")
         judge_s = round(time.monotonic() - judge_started, 4)
@@ -367,6 +374,24 @@ def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
         (target / CANDIDATE_FILE).write_text("raise ImportError('the workspace has no model_new.py')\n")
     assert build.extension_path is not None
     shutil.copy(build.extension_path, target / f"{EXTENSION_NAME}.so")
+
+
+def needs_health_check(report: JudgeReport) -> bool:
+    """After a CUDA error, a dead worker, a timeout or a judge failure the GPU may be unusable."""
+    verdict = report.verdict
+    if report.infra_error or isinstance(verdict, TimedOut):
+        return True
+    return isinstance(verdict, Crashed) and verdict.kind in ("cuda_error", "process_exited")
+
+
+async def _check_gpu(session: Session, gpu: int | None) -> None:
+    """Probe a leased GPU; one that fails is drained from the session's scheduler (and so from every
+    session sharing it) and stays so until an operator restarts the server."""
+    if gpu is None or session.scheduler is None:
+        return
+    reason = await anyio.to_thread.run_sync(probe_gpu, gpu)
+    if reason is not None:
+        session.scheduler.drain(gpu, reason)
 
 
 @asynccontextmanager

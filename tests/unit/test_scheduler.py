@@ -127,3 +127,46 @@ def test_a_cancelled_waiter_leaves_the_queue_and_the_next_one_is_served() -> Non
     anyio.run(main)
     assert sorted(gpus[:2]) == [0, 1] and gpus[2] in (0, 1)
     assert scheduler.status() == {0: "idle", 1: "idle"}
+
+
+def test_a_drained_gpu_takes_no_new_work_and_waiting_jobs_go_to_the_others() -> None:
+
+    scheduler = GpuScheduler([0, 1])
+    granted: list[int] = []
+
+    async def main() -> None:
+        async with scheduler.lease("a", exclusive=True) as first:
+            scheduler.drain(first.gpu, "probe kernel failed")
+        for owner in ("b", "c"):
+            async with scheduler.lease(owner, exclusive=True) as lease:
+                granted.append(lease.gpu)
+        assert scheduler.status()[0] == "drained: probe kernel failed"
+
+    anyio.run(main)
+    assert granted == [1, 1]
+
+
+def test_when_every_gpu_is_drained_waiting_and_new_requests_fail_with_the_reasons() -> None:
+    from cuda_agent_mcp.executors.scheduler import GpuUnavailable
+
+    scheduler = GpuScheduler([0])
+    outcomes: list[str] = []
+
+    async def waiter() -> None:
+        try:
+            async with scheduler.lease("b", exclusive=True):
+                outcomes.append("granted")
+        except GpuUnavailable as exc:
+            outcomes.append(str(exc))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group, scheduler.lease("a", exclusive=True) as lease:
+            group.start_soon(waiter)
+            await anyio.sleep(0.01)
+            scheduler.drain(lease.gpu, "illegal address on the probe")
+        with pytest.raises(GpuUnavailable, match="GPU 0: illegal address"):
+            async with scheduler.lease("c", exclusive=False):
+                pass
+
+    anyio.run(main)
+    assert outcomes == ["every GPU is drained (GPU 0: illegal address on the probe)"]

@@ -1,0 +1,69 @@
+"""Is a GPU still fit for work after a crash or a timeout? A tiny kernel in a fresh process, and no
+process of ours left on it. A GPU that fails is drained (see scheduler.py) and reported; we never reset
+one: that needs an operator, and other tenants may be using it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+_PROBE = (
+    "import torch\n"
+    "x = torch.arange(1024, device='cuda', dtype=torch.float32)\n"
+    "total = (x * 2).sum().item()\n"
+    "torch.cuda.synchronize()\n"
+    "assert total == 1047552.0, total\n"
+)
+
+
+def probe_gpu(gpu: int, *, timeout_s: float = 120.0) -> str | None:
+    """None when GPU `gpu` runs a small kernel correctly and holds no leftover process of ours; else why not."""
+    leftovers = _our_processes_on(gpu)
+    if leftovers:
+        return f"processes of this server still hold GPU {gpu}: {leftovers}"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        return f"the probe kernel on GPU {gpu} did not finish within {timeout_s:.0f} s"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"the probe kernel on GPU {gpu} failed: {last[:300]}"
+    return None
+
+
+def _our_processes_on(gpu: int) -> list[int]:
+    """Compute processes on `gpu` that descend from this process (workers or judges left behind)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        done = subprocess.run(
+            [smi, "--query-compute-apps=pid", "--format=csv,noheader", f"--id={gpu}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    pids = [int(p) for p in done.stdout.split() if p.strip().isdigit()]
+    return [pid for pid in pids if _descends_from(pid, os.getpid())]
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    seen = 0
+    while pid > 1 and seen < 64:
+        if pid == ancestor:
+            return True
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # field 4: the parent's pid
+        seen += 1
+    return False
