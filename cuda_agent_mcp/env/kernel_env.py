@@ -166,6 +166,10 @@ class KernelEnv:
         return await self._after(session, result.model_dump_json(exclude_none=True), info)
 
     async def close(self) -> None:
+        self.dispose()
+
+    def dispose(self) -> None:
+        """Delete the workspaces (only when the environment made its own root)."""
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
