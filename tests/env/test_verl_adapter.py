@@ -1,0 +1,76 @@
+"""The verl adapter as verl's ToolAgentLoop calls it: create, execute, release per call, with the real
+BaseTool, schemas and AgentData; the episode shared by the tools of one trajectory."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+pytest.importorskip("verl")
+from verl.experimental.agent_loop.tool_agent_loop import AgentData
+
+from cuda_agent_mcp.adapters.verl import VerlKernelTool, compute_score
+from tests.agent.conftest import CORRECT, KERNELS, SMALL_INPUTS
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.nvcc
+
+
+def _agent_data(request_id: str) -> AgentData:
+    return AgentData(
+        messages=[], image_data=[], video_data=[], audio_data=None, mm_processor_kwargs=None,
+        metrics={}, request_id=request_id, tools_kwargs={},
+    )  # fmt: skip
+
+
+def test_a_trajectory_through_verl_tools_ends_with_the_evaluation_reward(tmp_path) -> None:
+    task = tmp_path / "bias_add_relu.py"
+    task.write_text((EXAMPLES / "bias_add_relu" / "model.py").read_text().replace(*SMALL_INPUTS))
+    options = {"device": "cpu", "audit": False, "baselines": "skip"}
+    tools = {name: VerlKernelTool({"tool": name, **options}) for name in ("write_file", "compile", "submit")}
+    assert tools["write_file"].get_openai_tool_schema().function.name == "write_file"
+    files = {"model_new.py": CORRECT, **{f"kernels/{p.name}": p.read_text() for p in KERNELS.iterdir()}}
+    agent = _agent_data("trajectory-1")
+    tool_rewards: list[float] = []
+
+    async def call(name: str, arguments: dict) -> str:
+        tool = tools[name]
+        instance, _ = await tool.create(create_kwargs={"task_id": str(task)})
+        try:
+            response, reward, _ = await tool.execute(instance, arguments, agent_data=agent)
+        finally:
+            await tool.release(instance)
+        tool_rewards.append(reward)
+        return response.text or ""
+
+    async def trajectory() -> list[str]:
+        texts = [await call("write_file", {"path": p, "content": c}) for p, c in files.items()]
+        texts.append(await call("compile", {}))
+        texts.append(await call("submit", {"trials": 2}))
+        texts.append(await call("compile", {}))  # after the end
+        return texts
+
+    texts = anyio.run(trajectory)
+    assert '"ok":true' in texts[-3] and '"status":"passed"' in texts[-2]
+    assert texts[-1] == "The episode is over: the workspace was evaluated."
+    assert (
+        tool_rewards[:-2] == [0.0] * (len(files) + 1) and tool_rewards[-2] == -1.0
+    )  # verified, untimed (CPU)
+    assert compute_score("kernelbench", "", None, {"tool_rewards": tool_rewards[:-1]})["score"] == -1.0
+    assert compute_score("kernelbench", "", None, {"tool_rewards": []}) == {"score": -1.0, "evaluated": False}
+
+
+def test_the_example_tool_config_builds_every_tool() -> None:
+    import importlib
+
+    import yaml
+
+    from tests.conftest import REPO
+
+    config = yaml.safe_load((REPO / "examples" / "rl" / "verl_tools.yaml").read_text())
+    names = []
+    for entry in config["tools"]:
+        module, _, cls = entry["class_name"].rpartition(".")
+        tool = getattr(importlib.import_module(module), cls)(entry["config"], None)
+        names.append(tool.name)
+    assert names == ["read_file", "write_file", "edit_file", "compile", "verify", "evaluate"]
