@@ -73,6 +73,7 @@ class GpuScheduler:
         self._waiting: list[_Request] = []
         self._last_served: dict[str, float] = {}
         self._counter = itertools.count()
+        self.last_probe: dict[int, str] = {}  # GPU -> "healthy" or what its last health probe found
 
     @asynccontextmanager
     async def lease(
@@ -106,6 +107,12 @@ class GpuScheduler:
     def status(self) -> dict[int, str]:
         """Per GPU: `exclusive`, `shared:N`, `idle`, or `drained: why`."""
         return {index: _describe(gpu) for index, gpu in self._gpus.items()}
+
+    def record_probe(self, gpu: int, problem: str | None) -> None:
+        """The result of a health probe: a GPU with a problem is drained."""
+        self.last_probe[gpu] = problem or "healthy"
+        if problem is not None:
+            self.drain(gpu, problem)
 
     def drain(self, gpu: int, reason: str) -> None:
         """Take `gpu` out of service (work already on it finishes); requests wait for the others, and

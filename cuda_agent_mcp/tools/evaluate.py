@@ -389,9 +389,7 @@ async def _check_gpu(session: Session, gpu: int | None) -> None:
     session sharing it) and stays so until an operator restarts the server."""
     if gpu is None or session.scheduler is None:
         return
-    reason = await anyio.to_thread.run_sync(probe_gpu, gpu)
-    if reason is not None:
-        session.scheduler.drain(gpu, reason)
+    session.scheduler.record_probe(gpu, await anyio.to_thread.run_sync(probe_gpu, gpu))
 
 
 @asynccontextmanager

@@ -45,6 +45,24 @@ def test_an_out_of_bounds_write_is_a_cuda_error_crash(tmp_path: Path, shared_bui
     assert result.verdict.kind in ("cuda_error", "process_exited")
 
 
+def test_after_a_crash_the_gpu_is_probed_and_stays_in_service(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    from cuda_agent_mcp.executors.scheduler import GpuScheduler
+
+    oob = RELU_KERNEL + launcher(
+        "  relu_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x, y + (int64_t(1) << 40), n);"
+    )
+    crashing = relu_session(tmp_path / "a", shared_build_cache, kernel=oob)
+    crashing.scheduler = GpuScheduler([0])
+    assert isinstance(verify(crashing).verdict, Crashed)
+    assert crashing.scheduler.last_probe == {0: "healthy"}  # probed after the crash
+    assert crashing.scheduler.status() == {0: "idle"}  # and left in service
+    honest = relu_session(tmp_path / "b", shared_build_cache)
+    honest.scheduler = crashing.scheduler
+    assert isinstance(verify(honest).verdict, Passed)
+
+
 def test_a_kernel_that_never_ends_is_killed_and_reported_as_a_timeout(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:

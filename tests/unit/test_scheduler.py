@@ -136,7 +136,7 @@ def test_a_drained_gpu_takes_no_new_work_and_waiting_jobs_go_to_the_others() -> 
 
     async def main() -> None:
         async with scheduler.lease("a", exclusive=True) as first:
-            scheduler.drain(first.gpu, "probe kernel failed")
+            scheduler.record_probe(first.gpu, "probe kernel failed")
         for owner in ("b", "c"):
             async with scheduler.lease(owner, exclusive=True) as lease:
                 granted.append(lease.gpu)
@@ -144,6 +144,7 @@ def test_a_drained_gpu_takes_no_new_work_and_waiting_jobs_go_to_the_others() -> 
 
     anyio.run(main)
     assert granted == [1, 1]
+    assert scheduler.last_probe == {0: "probe kernel failed"}
 
 
 def test_when_every_gpu_is_drained_waiting_and_new_requests_fail_with_the_reasons() -> None:
