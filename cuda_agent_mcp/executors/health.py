@@ -38,7 +38,8 @@ def probe_gpu(gpu: int, *, timeout_s: float = 120.0) -> str | None:
 
 
 def _our_processes_on(gpu: int) -> list[int]:
-    """Compute processes on `gpu` that descend from this process (workers or judges left behind)."""
+    """Compute processes on `gpu` that descend from this process, other than the warm judge servers
+    (which hold a CUDA context by design): a worker left behind by a crash or a timeout."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return []
@@ -52,7 +53,14 @@ def _our_processes_on(gpu: int) -> list[int]:
     except (OSError, subprocess.TimeoutExpired):
         return []
     pids = [int(p) for p in done.stdout.split() if p.strip().isdigit()]
-    return [pid for pid in pids if _descends_from(pid, os.getpid())]
+    return [pid for pid in pids if _descends_from(pid, os.getpid()) and not _is_judge_server(pid)]
+
+
+def _is_judge_server(pid: int) -> bool:
+    try:
+        return b"cuda_agent_mcp.evaluator" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def _descends_from(pid: int, ancestor: int) -> bool:
