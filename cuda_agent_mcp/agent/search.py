@@ -14,7 +14,7 @@ from cuda_agent_mcp.agent.policy import Budgets, PolicyPreset
 from cuda_agent_mcp.agent.snapshot import editable_files, restore
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tools import Session
-from cuda_agent_mcp.tools.gpu import gpu_specs
+from cuda_agent_mcp.tools.gpu import visible_gpu_scheduler
 
 
 async def best_of(
@@ -70,5 +70,4 @@ async def best_of(
 
 def gpu_scheduler(settings: EnvironmentSettings) -> GpuScheduler | None:
     """One scheduler over the visible GPUs for runs that evaluate on CUDA; None without a GPU."""
-    gpus = [g.index for g in gpu_specs().gpus] if settings.device == "cuda" else []
-    return GpuScheduler(gpus) if gpus else None
+    return visible_gpu_scheduler() if settings.device == "cuda" else None

@@ -43,7 +43,7 @@ class BuildProgress(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    stage: Literal["plan", "compile", "link", "done"]
+    stage: Literal["queue", "plan", "compile", "link", "done"]
     message: str
     done: int = 0
     total: int = 0

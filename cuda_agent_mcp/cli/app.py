@@ -46,6 +46,7 @@ from cuda_agent_mcp.tools import (
     show_task,
     verify_kernels,
 )
+from cuda_agent_mcp.tools.gpu import visible_gpu_scheduler
 from cuda_agent_mcp.tools.journal import JournalListing, open_journal
 
 app = typer.Typer(help="Write, build and evaluate CUDA kernels for PyTorch references.", no_args_is_help=True)
@@ -276,7 +277,9 @@ def serve_command(
             f"[red]error:[/] the MCP server needs the mcp extra: pip install 'cuda-agent-mcp[mcp]' ({exc})"
         )
         raise typer.Exit(3) from None
-    registry = SessionRegistry(root or default_cache_dir() / "sessions", _catalog(tasks))
+    registry = SessionRegistry(
+        root or default_cache_dir() / "sessions", _catalog(tasks), scheduler=visible_gpu_scheduler()
+    )
     jobs = JobBoard(budget_s=tool_budget)
     if http is None:
         build_server(registry, jobs=jobs).run()  # stdout is the protocol from here on

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.errors import UsageError
+from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tasks.model import TaskSource
 from cuda_agent_mcp.tasks.single_file import task_from_source
@@ -63,8 +64,11 @@ class SessionRegistry:
         max_sessions: int = 256,
         max_sessions_per_client: int = 64,
         cache_dir: Path | None = None,
+        scheduler: GpuScheduler | None = None,
     ) -> None:
         self.root = root
+        # Shared by every session: timed work holds a GPU alone, and callers see their place in line.
+        self.scheduler = scheduler
         self.catalog = catalog
         self.max_sessions = max_sessions
         self.max_sessions_per_client = max_sessions_per_client
@@ -92,7 +96,8 @@ class SessionRegistry:
                 raise UsageError(
                     f"a client may hold at most {self.max_sessions_per_client} sessions: end one first"
                 )
-        options = {"cache_dir": self.cache_dir} if self.cache_dir else {}
+        options: dict[str, object] = {"cache_dir": self.cache_dir} if self.cache_dir else {}
+        options["scheduler"] = self.scheduler
         session_id = uuid.uuid4().hex[:12]
         if directory:
             session = Session.open(directory, id=session_id, **options)

@@ -19,13 +19,14 @@ from typing import Literal, TypeVar
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.build import ProgressCallback
+from cuda_agent_mcp.build import BuildProgress, ProgressCallback
 from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluator.audit import audit_workspace
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
 from cuda_agent_mcp.evaluator.judge_service import JudgeUnavailable
 from cuda_agent_mcp.evaluator.reward import RewardSchedule, reward
 from cuda_agent_mcp.executors.health import probe_gpu
+from cuda_agent_mcp.executors.scheduler import QueueStatus
 from cuda_agent_mcp.results import (
     AuditFinding,
     BuildResult,
@@ -173,6 +174,7 @@ async def _verify(
     report = await run_judge(
         session,
         workspace_candidate(session, build),
+        progress=progress,
         mode="verify",
         device=request.device,
         seeds=[secrets.randbits(62) for _ in range(request.trials)],
@@ -214,6 +216,7 @@ async def _profile(
         report = await run_judge(
             session,
             workspace_candidate(session, build),
+            progress=progress,
             mode="profile",
             device=request.device,
             seeds=[secrets.randbits(62)],
@@ -314,6 +317,7 @@ async def run_judge(
     op_audit: bool = False,
     max_error_norm: float | None = None,
     workspace_kernels: list[str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> JudgeReport:
     with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-", dir=_scratch_root(session)) as tmp:
         scratch = Path(tmp)
@@ -342,7 +346,7 @@ async def run_judge(
             workspace_kernels=workspace_kernels or [],
         )
         # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
-        async with _gpu_lease(session, exclusive=mode == "profile", device=device) as gpu:
+        async with _gpu_lease(session, exclusive=mode == "profile", device=device, progress=progress) as gpu:
             judge_started = time.monotonic()
             env = judge_env(gpu)
             try:
@@ -393,12 +397,21 @@ async def _check_gpu(session: Session, gpu: int | None) -> None:
 
 
 @asynccontextmanager
-async def _gpu_lease(session: Session, *, exclusive: bool, device: str) -> AsyncIterator[int | None]:
-    """A lease from the session's scheduler (shared by every session of a server or trainer), if any."""
+async def _gpu_lease(
+    session: Session, *, exclusive: bool, device: str, progress: ProgressCallback | None = None
+) -> AsyncIterator[int | None]:
+    """A lease from the session's scheduler (shared by every session of a server or trainer), if any;
+    while it waits, `progress` hears its place in line."""
     if session.scheduler is None or device != "cuda":
         yield None
         return
-    async with session.scheduler.lease(session.id, exclusive=exclusive) as lease:
+
+    def waiting(status: QueueStatus) -> None:
+        if progress is not None:
+            message = f"waiting for a GPU: {status.position} of {status.waiting} in line"
+            progress(BuildProgress(stage="queue", message=message, done=0, total=status.waiting))
+
+    async with session.scheduler.lease(session.id, exclusive=exclusive, on_wait=waiting) as lease:
         yield lease.gpu
 
 

@@ -8,6 +8,7 @@ import subprocess
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.evaluator.timing import PEAK_BANDWIDTH_BYTES_PER_S
+from cuda_agent_mcp.executors.scheduler import GpuScheduler
 
 
 class GpuSpec(BaseModel):
@@ -58,3 +59,10 @@ def gpu_specs() -> GpuSpecs:
             )
         )
     return GpuSpecs(gpus=gpus, note="" if gpus else (done.stderr.strip()[:300] or "no GPU listed"))
+
+
+def visible_gpu_scheduler() -> GpuScheduler | None:
+    """One lease scheduler over this machine's GPUs (None without any): what a server, a trainer or a
+    best-of-N run shares between its sessions, so timed work never overlaps on a GPU."""
+    gpus = [g.index for g in gpu_specs().gpus]
+    return GpuScheduler(gpus) if gpus else None

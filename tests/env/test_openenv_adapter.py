@@ -10,11 +10,16 @@ from pathlib import Path
 import anyio
 import pytest
 
+# OpenEnv needs mcp 1.x (through fastmcp) and cannot load beside the MCP server's mcp 2.x: CI runs this
+# file in an environment of its own (.ci/run); elsewhere it is skipped.
 pytest.importorskip("openenv")
+try:
+    from cuda_agent_mcp.adapters.openenv import create_openenv_app
+except ImportError as exc:
+    pytest.skip(f"OpenEnv does not load here: {exc}", allow_module_level=True)
 import uvicorn
 from openenv.core.generic_client import GenericEnvClient
 
-from cuda_agent_mcp.adapters.openenv import create_openenv_app
 from cuda_agent_mcp.tasks import TaskCatalog
 from tests.agent.conftest import CORRECT, CPU, KERNELS, SMALL_INPUTS
 from tests.conftest import EXAMPLES

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -180,3 +181,27 @@ def test_gpu_evaluations_of_a_session_with_a_scheduler_hold_a_lease_on_the_gpu_t
         assert session.scheduler is not None and session.scheduler.status() == {3: "idle"}
 
     anyio.run(main)
+
+
+def test_a_verify_waiting_for_a_busy_gpu_reports_its_place_in_line(session: Session) -> None:
+    from cuda_agent_mcp.executors.scheduler import GpuScheduler
+
+    _candidate(session)
+    scheduler = session.scheduler = GpuScheduler([0])
+    events = []
+
+    async def verify() -> None:
+        with contextlib.suppress(Exception):  # no GPU here: the judge fails once it gets one
+            await verify_kernels(session, VerifyRequest(trials=1, audit=False), progress=events.append)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group, scheduler.lease("someone else", exclusive=True):
+            group.start_soon(verify)
+            with anyio.fail_after(120):
+                while not any(e.stage == "queue" for e in events):
+                    await anyio.sleep(0.05)
+
+    anyio.run(main)
+    stages = [e.stage for e in events]
+    assert events[stages.index("queue")].message == "waiting for a GPU: 1 of 1 in line"
+    assert stages.index("queue") > stages.index("done")  # built first, then queued for the GPU
