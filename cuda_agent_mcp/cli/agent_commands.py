@@ -20,6 +20,9 @@ from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import Session
 
 policy_app = typer.Typer(help="Bundled agent policies: list, show, serve with vLLM.", no_args_is_help=True)
+trajectories_app = typer.Typer(
+    help="Agent-loop trajectories: rejection fine-tuning data.", no_args_is_help=True
+)
 
 
 class OptimizeReport(BaseModel):
@@ -254,3 +257,41 @@ def policy_serve(
     except FileNotFoundError:
         err.print("[red]error:[/] vllm is not installed here: pip install vllm")
         raise typer.Exit(3) from None
+
+
+@trajectories_app.command("export")
+def trajectories_export(
+    paths: Annotated[list[Path], typer.Argument(help="trajectory .jsonl files, or directories holding them")],
+    output: Annotated[Path, typer.Option("--out", "-o", help="the chat-format JSONL to write")],
+    min_reward: Annotated[
+        float, typer.Option(help="keep trajectories whose best reward is above this")
+    ] = 0.0,
+    allow_invalid_calls: Annotated[
+        bool, typer.Option(help="keep trajectories with invalid tool calls")
+    ] = False,
+    json: Annotated[bool, typer.Option("--json", help="print each input's verdict as JSON")] = False,
+) -> None:
+    """Keep positive-reward trajectories without invalid calls, loops or infrastructure errors (the
+    paper's rejection fine-tuning filter) and write them as chat rows (messages, tools, metadata)."""
+    from cuda_agent_mcp.env.sft import FilterPolicy, export_sft
+
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        err.print(f"[red]error:[/] no such file or directory: {', '.join(missing)}")
+        raise typer.Exit(2)
+    files = sorted({f for p in paths for f in (p.rglob("*.jsonl") if p.is_dir() else [p])})
+    if not files:
+        err.print("[red]error:[/] no trajectory files found")
+        raise typer.Exit(2)
+    policy = FilterPolicy(min_reward=min_reward, allow_invalid_calls=allow_invalid_calls)
+    verdicts = export_sft(files, output, policy)
+    if json:
+        out.print_json(data=[v.model_dump() for v in verdicts])
+        return
+    kept = sum(v.kept for v in verdicts)
+    table = Table(title=f"{kept} of {len(verdicts)} kept, written to {output}", title_justify="left")
+    table.add_column("trajectory")
+    table.add_column("verdict")
+    for verdict in verdicts:
+        table.add_row(verdict.path, verdict.reason)
+    out.print(table)

@@ -21,7 +21,7 @@ from rich.progress import (
 
 from cuda_agent_mcp.build import BuildProgress, default_cache_dir
 from cuda_agent_mcp.cli import render
-from cuda_agent_mcp.cli.agent_commands import optimize_command, policy_app
+from cuda_agent_mcp.cli.agent_commands import optimize_command, policy_app, trajectories_app
 from cuda_agent_mcp.cli.common import emit_json as _emit_json
 from cuda_agent_mcp.cli.common import err, out
 from cuda_agent_mcp.cli.common import run as _run
@@ -55,6 +55,7 @@ workspace_app = typer.Typer(help="Create agent workspaces.", no_args_is_help=Tru
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(workspace_app, name="workspace")
 app.add_typer(policy_app, name="policy")
+app.add_typer(trajectories_app, name="trajectories")
 app.command("optimize")(optimize_command)
 
 T = TypeVar("T")

@@ -82,3 +82,26 @@ def test_only_clean_positive_trajectories_are_exported_each_with_a_reason(tmp_pa
     assert len(rows) == 1 and rows[0]["metadata"]["reward"] == 3.0
     assert rows[0]["messages"][0] == {"role": "user", "content": "task"}
     assert [t["function"]["name"] for t in rows[0]["tools"]] == ["write_file", "evaluate"]
+
+
+def test_the_cli_exports_a_directory_of_trajectories_and_says_why_each_was_dropped(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    _write(runs / "good.jsonl", reward=2.0)
+    _write(runs / "bad.jsonl", reward=-1.0)
+    done = subprocess.run(
+        [sys.executable, "-m", "cuda_agent_mcp", "trajectories", "export", str(runs), "--out", str(tmp_path / "sft.jsonl"), "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    verdicts = {Path(v["path"]).stem: v for v in json.loads(done.stdout)}
+    assert verdicts["good"]["kept"] and not verdicts["bad"]["kept"]
+    assert len((tmp_path / "sft.jsonl").read_text().splitlines()) == 1
+    empty = subprocess.run(
+        [sys.executable, "-m", "cuda_agent_mcp", "trajectories", "export", str(tmp_path / "none"), "-o", "x.jsonl"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert empty.returncode == 2 and "no such file or directory" in empty.stderr
