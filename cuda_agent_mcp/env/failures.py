@@ -29,14 +29,17 @@ class InfraFailure(Exception):
         super().__init__(f"infrastructure failure after {attempts} attempts: {cause}")
 
 
-async def with_infra_retries(work: Callable[[], Awaitable[T]], retries: int, backoff_s: float = 0.5) -> T:
-    """Run `work`; an InfraError is retried up to `retries` more times (doubling waits), then raised as
-    InfraFailure. Model failures are results, never exceptions, so they are never retried."""
+async def with_infra_retries(
+    work: Callable[[], Awaitable[T]], retries: int, backoff_s: float = 0.5
+) -> tuple[T, int]:
+    """Run `work`, returning its result and the attempts it took; an InfraError is retried up to `retries`
+    more times (doubling waits), then raised as InfraFailure. Model failures are results, never
+    exceptions, so they are never retried."""
     attempt = 0
     while True:
         attempt += 1
         try:
-            return await work()
+            return await work(), attempt
         except InfraError as exc:
             if attempt > retries:
                 raise InfraFailure(attempt, exc) from exc

@@ -155,7 +155,9 @@ class KernelEnv:
             return await self._after(session, f"error: {invalid}", info)
         info.valid = True
         try:
-            result, info.attempts = await self._retrying(lambda: action.run(session, args, self.settings))
+            result, info.attempts = await with_infra_retries(
+                lambda: action.run(session, args, self.settings), self.infra_retries
+            )
         except InfraFailure as failure:
             info.masked_for(failure)
             return await self._after(session, f"error (infrastructure, not your code): {failure.cause}", info)
@@ -199,7 +201,9 @@ class KernelEnv:
             update={"reward_schedule": self.schedule}
         )
         try:
-            result, info.attempts = await self._retrying(lambda: evaluate_kernels(session, request))
+            result, info.attempts = await with_infra_retries(
+                lambda: evaluate_kernels(session, request), self.infra_retries
+            )
         except InfraFailure as failure:
             info.masked_for(failure)
             return StepResult(
@@ -208,17 +212,6 @@ class KernelEnv:
         _describe(result, info)
         text = truncate(result.model_dump_json(exclude_none=True), self.preset.context.max_tool_output_chars)
         return StepResult(observation=text, reward=result.reward, done=True, info=info)
-
-    async def _retrying(self, work):  # type: ignore[no-untyped-def]
-        attempts = 0
-
-        async def counted():  # type: ignore[no-untyped-def]
-            nonlocal attempts
-            attempts += 1
-            return await work()
-
-        result = await with_infra_retries(counted, self.infra_retries)
-        return result, attempts
 
 
 def _describe(result: BaseModel, info: StepInfo) -> None:

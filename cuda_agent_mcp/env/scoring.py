@@ -22,6 +22,7 @@ from cuda_agent_mcp.agent.snapshot import restore
 from cuda_agent_mcp.env.failures import FailureKind, InfraFailure, verdict_failure, with_infra_retries
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.evaluator.reward import FAIL, RewardSchedule
+from cuda_agent_mcp.results import EvalResult
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import Session, evaluate_kernels
 
@@ -77,16 +78,13 @@ async def score_batch(
             return
         session = Session.create(task, root / f"solution-{index}", scheduler=scheduler)
         restore(session, solution.files)
-        attempts = 0
 
-        async def evaluate():  # type: ignore[no-untyped-def]
-            nonlocal attempts
-            attempts += 1
+        async def evaluate() -> EvalResult:
             async with limit:
                 return await evaluate_kernels(session, request)
 
         try:
-            result = await with_infra_retries(evaluate, infra_retries)
+            result, attempts = await with_infra_retries(evaluate, infra_retries)
         except InfraFailure as failure:
             scores[index] = Score(
                 index=index,
