@@ -102,6 +102,6 @@ def test_the_cli_exports_a_directory_of_trajectories_and_says_why_each_was_dropp
     assert len((tmp_path / "sft.jsonl").read_text().splitlines()) == 1
     empty = subprocess.run(
         [sys.executable, "-m", "cuda_agent_mcp", "trajectories", "export", str(tmp_path / "none"), "-o", "x.jsonl"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert empty.returncode == 2 and "no such file or directory" in empty.stderr
