@@ -14,8 +14,8 @@ from typing import Any
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from cuda_agent_mcp.agent.actions import ACTIONS, EnvironmentSettings
-from cuda_agent_mcp.env.kernel_env import SUBMIT, KernelEnv, ToolCall
+from cuda_agent_mcp.agent.actions import EnvironmentSettings
+from cuda_agent_mcp.env.kernel_env import KernelEnv, ToolCall, tool_spec
 from cuda_agent_mcp.evaluator.reward import FAIL
 
 # One environment per trajectory, shared by the tool objects (verl makes one object per tool); a
@@ -29,7 +29,7 @@ class VerlKernelTool(BaseTool):
 
     def __init__(self, config: dict[str, Any], tool_schema: OpenAIFunctionToolSchema | None = None) -> None:
         name = config["tool"]
-        schema = tool_schema or OpenAIFunctionToolSchema.model_validate(spec(name))
+        schema = tool_schema or OpenAIFunctionToolSchema.model_validate(tool_spec(name))
         super().__init__(config, schema)
         self.settings = EnvironmentSettings(
             **{k: config[k] for k in ("device", "audit", "baselines") if k in config}
@@ -67,20 +67,6 @@ class VerlKernelTool(BaseTool):
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         self._instances.pop(instance_id, None)
-
-
-def spec(name: str) -> dict[str, Any]:
-    """The OpenAI-style schema of one kernel tool (`submit` included)."""
-    if name == SUBMIT:
-        return {
-            "type": "function",
-            "function": {
-                "name": SUBMIT,
-                "description": "End the episode: verify, profile and score the workspace as it is.",
-                "parameters": {"type": "object", "properties": {}, "required": []},
-            },
-        }
-    return ACTIONS[name].openai_spec()
 
 
 def compute_score(

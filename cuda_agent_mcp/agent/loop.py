@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +26,7 @@ from cuda_agent_mcp.agent.actions import (
 )
 from cuda_agent_mcp.agent.client import Completion, EndpointError
 from cuda_agent_mcp.agent.context import FEEDBACK_PREFIX, trim, truncate
+from cuda_agent_mcp.agent.outcome import outcome_of
 from cuda_agent_mcp.agent.policy import Budgets, PolicyPreset
 from cuda_agent_mcp.agent.snapshot import code_hash, editable_files, fenced_files, restore
 from cuda_agent_mcp.agent.trajectory import (
@@ -39,11 +40,10 @@ from cuda_agent_mcp.agent.trajectory import (
     TrajectoryWriter,
 )
 from cuda_agent_mcp.errors import CudaAgentError, InfraError
-from cuda_agent_mcp.results import BuildResult, EvalResult, VerifyResult
 from cuda_agent_mcp.tools import Session, evaluate_kernels, write_file
 
 
-class Policy:
+class Policy(Protocol):
     """What the loop needs from an endpoint (PolicyClient, or a test double)."""
 
     async def complete(
@@ -53,8 +53,7 @@ class Policy:
         *,
         seed: int | None,
         temperature: float,
-    ) -> Completion:  # pragma: no cover - interface
-        raise NotImplementedError
+    ) -> Completion: ...
 
 
 class EpisodeEvent(BaseModel):
@@ -341,27 +340,18 @@ async def _evaluate_answer(run: _Run, completion: Completion) -> str | None:
 
 def _note_result(session: Session, result: BaseModel, state: _State, record: ToolRecord) -> None:
     """Record reward and verification of a result; keep the files if they beat the best so far."""
-    status, reward, eager, compiled = None, None, None, None
-    if isinstance(result, BuildResult):
-        state.compile_ok = result.ok
-    elif isinstance(result, VerifyResult):
-        status = result.verdict.status
-    elif isinstance(result, EvalResult):
-        status, reward = result.verify.verdict.status, result.reward
-        if result.profile is not None:
-            eager, compiled = result.profile.speedup_vs_eager, result.profile.speedup_vs_compile
-    if status is not None:
-        state.compile_ok = status != "compile_failed"
-    verified = status == "passed"
-    record.verified, record.reward = verified, reward
+    outcome = outcome_of(result)
+    if outcome.compile_ok is not None:
+        state.compile_ok = outcome.compile_ok
+    record.verified, record.reward = outcome.verified, outcome.reward
     files = editable_files(session)
     record.code_hash = code_hash(files)
-    if not verified:
+    if not outcome.verified:
         return
     candidate = Best(
-        reward=reward,
-        speedup_vs_eager=eager,
-        speedup_vs_compile=compiled,
+        reward=outcome.reward,
+        speedup_vs_eager=outcome.speedup_vs_eager,
+        speedup_vs_compile=outcome.speedup_vs_compile,
         code_hash=record.code_hash,
         files=files,
         turn=state.turn,

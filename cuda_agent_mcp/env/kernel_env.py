@@ -26,15 +26,29 @@ from cuda_agent_mcp.agent.actions import (
 )
 from cuda_agent_mcp.agent.context import truncate
 from cuda_agent_mcp.agent.loop import task_prompt
+from cuda_agent_mcp.agent.outcome import outcome_of
 from cuda_agent_mcp.agent.policy import PolicyPreset, load_policy
 from cuda_agent_mcp.env.failures import FailureKind, InfraFailure, verdict_failure, with_infra_retries
 from cuda_agent_mcp.errors import CudaAgentError, UsageError
 from cuda_agent_mcp.evaluator.reward import RewardSchedule
-from cuda_agent_mcp.results import BuildResult, EvalResult, VerifyResult
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import EvaluateRequest, Session, evaluate_kernels
 
 SUBMIT = "submit"
+
+
+def tool_spec(name: str) -> dict[str, Any]:
+    """The OpenAI-style schema of one tool of the environment (`submit` included)."""
+    if name != SUBMIT:
+        return ACTIONS[name].openai_spec()
+    return {
+        "type": "function",
+        "function": {
+            "name": SUBMIT,
+            "description": "End the episode: verify, profile and score the workspace as it is.",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+        },
+    }
 
 
 class ToolCall(BaseModel):
@@ -122,21 +136,10 @@ class KernelEnv:
         directory = self.root / f"episode-{self._episodes}"
         self.session = Session.create(chosen, directory, overwrite=True)
         self.turn, self.done = 0, False
-        tools = [ACTIONS[name].openai_spec() for name in self.preset.tools]
-        tools.append(
-            {
-                "type": "function",
-                "function": {
-                    "name": SUBMIT,
-                    "description": "End the episode: verify, profile and score the workspace as it is.",
-                    "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
-                },
-            }
-        )
         return Observation(
             system_prompt=self.preset.system_prompt(),
             task=task_prompt(self.session, self.preset),
-            tools=tools,
+            tools=[tool_spec(name) for name in self.tool_names],
             task_id=chosen.id,
         )
 
@@ -216,23 +219,17 @@ class KernelEnv:
 
 def _describe(result: BaseModel, info: StepInfo) -> None:
     """Per-step metrics from a tool result, and whose fault a failed verdict is."""
-    status = None
-    if isinstance(result, BuildResult):
-        info.compile_ok = result.ok
-        info.failure = None if result.ok else "model"
-    elif isinstance(result, VerifyResult):
-        status = result.verdict.status
-    elif isinstance(result, EvalResult):
-        status = result.verify.verdict.status
-        if result.profile is not None:
-            info.speedup_vs_eager = result.profile.speedup_vs_eager
-            info.speedup_vs_compile = result.profile.speedup_vs_compile
-            if result.profile.verdict.status != "passed":
-                info.failure = verdict_failure(result.profile.verdict.status)
-    if status is not None:
-        info.compile_ok = status != "compile_failed"
-        info.verify_ok = status == "passed"
-        info.failure = info.failure or verdict_failure(status)
+    outcome = outcome_of(result)
+    info.compile_ok = outcome.compile_ok
+    info.speedup_vs_eager, info.speedup_vs_compile = outcome.speedup_vs_eager, outcome.speedup_vs_compile
+    if outcome.verify_status is not None:
+        info.verify_ok = outcome.verified
+    if outcome.compile_ok is False:
+        info.failure = "model"
+    elif outcome.verified and outcome.profile_status is not None:
+        info.failure = verdict_failure(outcome.profile_status)
+    else:
+        info.failure = verdict_failure(outcome.verify_status)
 
 
 def _trials(arguments: str) -> int:

@@ -267,6 +267,12 @@ class Judge:
             self._persistent[key] = (tensor, share(tensor))
         return self._persistent[key][1]
 
+    def _round_trip_ms(self, worker: WorkerProcess, timeout_s: float) -> float:
+        """The judge's clock around a request that does nothing (a release): the protocol's own cost."""
+        started = time.perf_counter()
+        self._ask(worker, ReleaseRequest(), "call", timeout_s)
+        return (time.perf_counter() - started) * 1e3
+
     def _ask(self, worker: WorkerProcess, request: Any, phase: str, timeout_s: float) -> Any:
         try:
             reply = worker.request(request, timeout_s=timeout_s)
@@ -388,9 +394,7 @@ class Judge:
                 timeout_s=timeout_s,
                 persistent=True,
             )
-            ping_started = time.perf_counter()
-            self._ask(worker, ReleaseRequest(), "call", timeout_s)
-            ping_ms = (time.perf_counter() - ping_started) * 1e3
+            ping_ms = self._round_trip_ms(worker, timeout_s)
             if call >= 2 and reply.wall_ms is not None:  # the first calls map the inputs
                 excess.append(judge_ms - reply.wall_ms - ping_ms)
         return min(max(statistics.median(excess), 0.0), MAX_HARNESS_EXCESS_MS) if excess else 0.0
@@ -462,9 +466,7 @@ class Judge:
                 )
             if problem is not None:
                 raise VerdictReached(_verdict_for(problem, "timed", calls - 1, "task"))
-            ping_started = time.perf_counter()
-            self._ask(worker, ReleaseRequest(), "call", timeout_s)
-            round_trips.append((time.perf_counter() - ping_started) * 1e3)
+            round_trips.append(self._round_trip_ms(worker, timeout_s))
             if not timed:
                 continue
             if threads_after_warmup is None:
