@@ -297,7 +297,10 @@ class Builder:
         build = nvcc_command if unit.kind == "cu" else cxx_command
         argv = build(self.toolchain, flags, unit.file, output, ["."])
         result = await self.executor.run(
-            argv, cwd=staging, limits=self.limits.process(self.limits.compile_timeout_s)
+            argv,
+            cwd=staging,
+            limits=self.limits.process(self.limits.compile_timeout_s),
+            readable=self.toolchain.readable_paths,
         )
         tool = "nvcc" if unit.kind == "cu" else "c++"
         path_map = {str(staging / unit.file): unit.file, f"./{unit.file}": unit.file}
@@ -357,7 +360,10 @@ class Builder:
         output = staging / f"{EXTENSION_NAME}.so"
         argv = link_command(self.toolchain, objects, str(output))
         result = await self.executor.run(
-            argv, cwd=staging, limits=self.limits.process(self.limits.link_timeout_s)
+            argv,
+            cwd=staging,
+            limits=self.limits.process(self.limits.link_timeout_s),
+            readable=[*self.toolchain.readable_paths, *map(Path, objects)],
         )
         object_to_file = {f"{u.key}.o": u.file for u in units}
         diagnostics = parse_unresolved_symbols(result.output, object_to_file)

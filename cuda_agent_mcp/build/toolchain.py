@@ -57,6 +57,19 @@ class Toolchain:
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
+    @property
+    def readable_paths(self) -> tuple[Path, ...]:
+        """What a compile or link reads besides its own directory (the host compiler excepted, which a
+        container image carries itself): a filesystem view shows the command these and nothing more."""
+        return (
+            self.nvcc,
+            self.cuda_home,
+            self.torch_dir,
+            *self.system_include_dirs,
+            *self.cuda_include_dirs,
+            *self.library_dirs,
+        )
+
     def describe(self) -> str:
         return f"nvcc {self.nvcc_version}, {self.cxx_version}, torch {self.torch_version} (CUDA {self.torch_cuda_version})"
 

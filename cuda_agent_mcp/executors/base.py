@@ -42,7 +42,10 @@ class ProcessResult(BaseModel):
 
 
 class Executor(Protocol):
-    """Runs one command under limits. Backends: local process (now), sandboxed process and Docker (later)."""
+    """Runs one command under limits. Backends: local process, sandboxed process, Docker container.
+
+    `cwd` is the one place the command may write; `readable` lists what else it needs to read (the
+    toolchain, a cache's objects). Backends with a filesystem view (Docker) show it nothing more."""
 
     name: str
 
@@ -53,4 +56,5 @@ class Executor(Protocol):
         cwd: Path,
         limits: ProcessLimits,
         env: Mapping[str, str] | None = None,
+        readable: Sequence[Path] = (),
     ) -> ProcessResult: ...

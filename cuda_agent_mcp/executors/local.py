@@ -44,7 +44,7 @@ def child_python_path(base: str | None = None) -> str:
     return os.pathsep.join(filter(None, [package_parent, inherited]))
 
 
-class _OutputCollector:
+class OutputCollector:
     """Keeps the head of a stream and its last few KiB, and counts everything."""
 
     def __init__(self, keep_bytes: int) -> None:
@@ -94,7 +94,9 @@ class LocalExecutor:
         cwd: Path,
         limits: ProcessLimits,
         env: Mapping[str, str] | None = None,
+        readable: Sequence[Path] = (),
     ) -> ProcessResult:
+        # `readable` matters to backends with a filesystem view; this one sees the whole machine.
         argv = [str(a) for a in argv]
         started = time.monotonic()
         try:
@@ -110,7 +112,7 @@ class LocalExecutor:
         except OSError as exc:
             raise ExecutorUnavailable(argv[0], exc.strerror or str(exc)) from exc
 
-        collector = _OutputCollector(limits.keep_output_bytes)
+        collector = OutputCollector(limits.keep_output_bytes)
         output_limit_hit = False
         try:
             with anyio.move_on_after(limits.timeout_s) as deadline:

@@ -1,17 +1,27 @@
-"""The `run` tool: a command of the agent's (a tuning script, a quick test) in its workspace, sandboxed.
+"""The `run` tool: a command of the agent's (a tuning script, a quick test) in its workspace, isolated.
 
-Always through the sandboxed executor, whatever the session's executor: fresh network and PID
-namespaces where the kernel allows them, CPU-time, file-size and open-file limits, a wall-clock limit
-with the whole tree killed, output capped, a scrubbed environment. `isolation` says what applied.
+Always isolated, whatever the session's executor: in a container when the session uses the Docker
+backend, else in the sandboxed process executor (fresh network and PID namespaces and a filesystem view
+where the machine allows them, CPU-time, file-size, open-file and process limits, a wall-clock limit with
+the whole tree killed, output capped, a scrubbed environment). `isolation` says what applied. The command
+sees its workspace (read-write), the Python it runs with and the CUDA toolkit (read-only), not this
+package's sources: the workspace is its import path.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.executors import ProcessLimits, SandboxedExecutor
+from cuda_agent_mcp.build import discover_toolchain
+from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.executors import ProcessLimits, isolating_executor
 from cuda_agent_mcp.executors.base import ProcessResult
-from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
+from cuda_agent_mcp.executors.local import scrubbed_env
 from cuda_agent_mcp.tools.session import Session
 
 
@@ -37,12 +47,25 @@ class RunResult(BaseModel):
 
 async def run_command(session: Session, request: RunRequest) -> RunResult:
     """Run `argv` with the workspace as working directory; the workspace's own modules are importable."""
-    executor = SandboxedExecutor()
-    environment = scrubbed_env({"PYTHONPATH": child_python_path(str(session.workspace.root))})
+    executor = isolating_executor(session.executor)
+    inherited = os.environ.get("PYTHONPATH", "")
+    environment = scrubbed_env(
+        {"PYTHONPATH": os.pathsep.join(filter(None, [str(session.workspace.root), inherited]))}
+    )
     process = await executor.run(
         request.argv,
         cwd=session.workspace.root,
         limits=ProcessLimits(timeout_s=request.timeout_s),
         env=environment,
+        readable=_runtime_paths(inherited),
     )
-    return RunResult(process=process, isolation=list(executor.isolation))
+    return RunResult(process=process, isolation=list(executor.isolation))  # type: ignore[attr-defined]
+
+
+def _runtime_paths(python_path: str) -> list[Path]:
+    """What an agent's script needs to read: this Python (its environment and the installation it came
+    from, torch included), the entries of an inherited PYTHONPATH, the CUDA toolkit when there is one."""
+    paths = [Path(sys.prefix), Path(sys.base_prefix), *(Path(p) for p in python_path.split(os.pathsep) if p)]
+    with contextlib.suppress(CudaAgentError):
+        paths += discover_toolchain().readable_paths
+    return paths

@@ -79,6 +79,28 @@ def test_one_judge_server_serves_consecutive_jobs_and_each_job_gets_a_fresh_work
     assert children(fork_servers.pop()) == set()
 
 
+def test_the_pool_keeps_as_many_warm_judges_as_jobs_ran_at_once(session: Session, pool: JudgePool) -> None:
+    _write_candidate(session)
+
+    async def two_at_once() -> list[object]:
+        verdicts: list[object] = []
+
+        async def one() -> None:
+            verdicts.append((await verify_kernels(session, CPU_VERIFY)).verdict)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(one)
+            group.start_soon(one)
+        return verdicts
+
+    first = anyio.run(two_at_once)
+    assert all(isinstance(v, Passed) for v in first), first
+    assert pool.started == 2 and sum(len(idle) for idle in pool._idle.values()) == 2
+    second = anyio.run(two_at_once)
+    assert all(isinstance(v, Passed) for v in second), second
+    assert pool.started == 2  # the second pair found both servers warm
+
+
 def test_a_judge_started_ahead_serves_the_next_job_and_an_unclaimed_one_is_closed(
     session: Session, pool: JudgePool, tmp_path: Path
 ) -> None:

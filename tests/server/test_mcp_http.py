@@ -116,3 +116,58 @@ def test_thirty_two_concurrent_sessions_compile_without_failure(url: str) -> Non
     results = anyio.run(work)
     assert len(results) == 32
     assert all(not is_error and ok for is_error, ok, _ in results), results[:3]
+
+
+async def _wait(client: Client, answer) -> dict:  # type: ignore[no-untyped-def]
+    """A tool's outcome, following its job handle through wait_job when it ran past the budget."""
+    assert not answer.is_error, answer.content
+    state = answer.structured_content
+    while state["status"] == "running":
+        waited = await client.call_tool("wait_job", {"job_id": state["job"]["job_id"], "timeout_s": 45})
+        assert not waited.is_error, waited.content
+        state = waited.structured_content
+    assert state["status"] == "done", state
+    return state["result"]
+
+
+@pytest.mark.gpu
+def test_a_full_session_over_http_scores_a_correct_kernel_and_a_wrong_one(url: str) -> None:
+    root = EXAMPLES / "bias_add_relu"
+    correct = {"model_new.py": (root / "model_new.py").read_text()}
+    correct |= {f"kernels/{p.name}": p.read_text() for p in (root / "kernels").iterdir()}
+    wrong = dict(correct)
+    wrong["kernels/bias_add_relu.cu"] = correct["kernels/bias_add_relu.cu"].replace(
+        "x[i] + __ldg(bias + i % features)", "x[i]"
+    )
+    assert wrong != correct
+
+    async def evaluate(client: Client, session: str, files: dict[str, str]) -> dict:
+        for path, text in files.items():
+            written = await client.call_tool(
+                "write_file", {"session_id": session, "path": path, "content": text}
+            )
+            assert not written.is_error, written.content
+        return await _wait(client, await client.call_tool("evaluate", {"session_id": session}))
+
+    async def work():
+        http, client = _client(url, ALICE)
+        async with http, client:
+            started = await client.call_tool("start_session", {"task_id": "examples/bias_add_relu"})
+            session = started.structured_content["session_id"]
+            return await evaluate(client, session, correct), await evaluate(client, session, wrong)
+
+    good, bad = anyio.run(work)
+    print(
+        "correct kernel:",
+        good["reward"],
+        good["profile"]["speedup_vs_eager"],
+        good["profile"]["speedup_vs_compile"],
+    )
+    print(
+        "wrong kernel:",
+        bad["reward"],
+        bad["verify"]["verdict"]["status"],
+        bad["verify"]["verdict"].get("message"),
+    )
+    assert good["verify"]["verdict"]["status"] == "passed" and good["reward"] >= 1
+    assert bad["reward"] == -1 and bad["verify"]["verdict"]["status"] == "wrong_output"

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from cuda_agent_mcp.executors import (
+    DockerExecutor,
     LocalExecutor,
     ProcessLimits,
     SandboxedExecutor,
@@ -34,8 +35,13 @@ time.sleep(0.3)
 """
 
 
+# What a Python command reads besides its directory: the interpreter's environment and installation.
+PYTHON = [Path(sys.prefix), Path(sys.base_prefix)]
+
+
 def run(executor: object, argv: list[str], tmp_path: Path, timeout_s: float = 20) -> ProcessResult:
-    return anyio.run(lambda: executor.run(argv, cwd=tmp_path, limits=ProcessLimits(timeout_s=timeout_s)))  # type: ignore[attr-defined]
+    limits = ProcessLimits(timeout_s=timeout_s)
+    return anyio.run(lambda: executor.run(argv, cwd=tmp_path, limits=limits, readable=PYTHON))  # type: ignore[attr-defined]
 
 
 def _still_beating(path: Path) -> bool:
@@ -106,5 +112,7 @@ def test_the_executor_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("CUDA_AGENT_EXECUTOR")
     assert isinstance(default_executor(), LocalExecutor)
     monkeypatch.setenv("CUDA_AGENT_EXECUTOR", "docker")
-    with pytest.raises(UsageError, match="'local' or 'sandbox'"):
+    assert isinstance(default_executor(), DockerExecutor)
+    monkeypatch.setenv("CUDA_AGENT_EXECUTOR", "podman")
+    with pytest.raises(UsageError, match="'local', 'sandbox' or 'docker'"):
         default_executor()
