@@ -68,7 +68,11 @@ async def run(calls: int, device: str, verify_calls: int) -> dict[str, object]:
     assert warm.verdict.status == "passed", warm.verdict
 
     # Through MCP over stdio.
-    env = {**os.environ, "CUDA_AGENT_CACHE": str(cache), "PYTHONPATH": str(REPO)}
+    env = {
+        **os.environ,
+        "CUDA_AGENT_CACHE": str(cache),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "cuda_agent_mcp", "serve", "--root", str(work / "sessions")],

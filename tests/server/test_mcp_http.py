@@ -35,7 +35,11 @@ def url(tmp_path: Path, shared_build_cache: Path):
     tokens = tmp_path / "tokens"
     tokens.write_text(f"# two clients\nalice {ALICE}\nbob {BOB}\n")
     port = _free_port()
-    environment = {**os.environ, "PYTHONPATH": str(REPO), "CUDA_AGENT_CACHE": str(shared_build_cache)}
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "CUDA_AGENT_CACHE": str(shared_build_cache),
+    }
     server = subprocess.Popen(
         [sys.executable, "-m", "cuda_agent_mcp", "serve", "--http", f"127.0.0.1:{port}",
          "--tokens-file", str(tokens), "--root", str(tmp_path / "sessions")],
