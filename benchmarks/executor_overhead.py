@@ -37,7 +37,7 @@ async def median_s(executor: object, argv: list[str], cwd: Path, readable: list[
         )
         assert result.ok, result.output[-2000:]
         times.append(result.wall_s)
-    return statistics.median(times)
+    return round(statistics.median(times), 4)
 
 
 async def run(repeats: int) -> dict[str, object]:
