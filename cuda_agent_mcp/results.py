@@ -240,6 +240,30 @@ class KernelBreakdown(_Frozen):
     note: str = ""
 
 
+class NcuKernel(_Frozen):
+    """One kernel launch as Nsight Compute measured it (one replayed launch, not a timing sample)."""
+
+    name: str
+    from_workspace: bool = Field(description="a kernel ptxas reported for this workspace's build")
+    grid: str = ""
+    block: str = ""
+    duration_us: float | None = None
+    sm_throughput_pct: float | None = Field(None, description="of peak sustained, compute pipelines")
+    memory_throughput_pct: float | None = Field(None, description="of peak sustained, any memory unit")
+    dram_throughput_pct: float | None = None
+    achieved_occupancy_pct: float | None = Field(None, description="active warps of the SM's maximum")
+    registers_per_thread: int | None = None
+
+
+class NcuReport(_Frozen):
+    """The profile's optional `ncu` detail pass: diagnostics for the agent, never part of a verdict or a
+    reward (the profiled process runs the candidate's code)."""
+
+    kernels: list[NcuKernel] = Field(default_factory=list, description="in launch order, at most 50")
+    note: str = Field("", description="why there are no kernels, or what was cut")
+    wall_s: float = 0.0
+
+
 class ProfileResult(_Frozen):
     verdict: Verdict
     candidate: TimingStats | None = None
@@ -265,6 +289,7 @@ class ProfileResult(_Frozen):
     first_verdict: Verdict | None = Field(
         None, description="the first run's verdict, when a second run replaced it"
     )
+    ncu: NcuReport | None = Field(None, description="per-kernel Nsight Compute metrics (detail='ncu')")
 
 
 class EvalResult(_Frozen):

@@ -33,6 +33,7 @@ from cuda_agent_mcp.results import (
     CompileFailed,
     Crashed,
     EvalResult,
+    NcuReport,
     Passed,
     ProfileResult,
     Rejected,
@@ -41,6 +42,7 @@ from cuda_agent_mcp.results import (
     VerifyResult,
 )
 from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
+from cuda_agent_mcp.tools.ncu import ncu_pass
 from cuda_agent_mcp.tools.session import Session, judge_env
 from cuda_agent_mcp.workspace import CANDIDATE_FILE, EXTENSION_NAME, REFERENCE_FILE
 
@@ -84,6 +86,12 @@ class ProfileRequest(BaseModel):
         30.0, gt=0, description="limit on one forward() call; a hung kernel is killed"
     )
     timeout_s: float = Field(900.0, gt=0)
+    detail: Literal["summary", "ncu"] = Field(
+        "summary",
+        description="'ncu': also profile one call with Nsight Compute (per-kernel duration, SM and memory "
+        "throughput, occupancy, registers); diagnostics only, several seconds more",
+    )
+    ncu_timeout_s: float = Field(180.0, gt=0, description="limit on the ncu pass")
 
 
 class EvaluateRequest(BaseModel):
@@ -233,6 +241,9 @@ async def _profile(
             break
         first_verdict = report.verdict  # measured once more, in fresh processes
     candidate, eager, compiled = report.candidate, report.eager, report.compiled
+    detail = None
+    if request.detail == "ncu":
+        detail = await _ncu_detail(session, build, request, progress)
     return ProfileResult(
         verdict=report.verdict,
         candidate=candidate,
@@ -252,7 +263,25 @@ async def _profile(
         environment=report.environment,
         measurements=attempts,
         first_verdict=first_verdict,
+        ncu=detail,
     )
+
+
+async def _ncu_detail(
+    session: Session, build: BuildResult, request: ProfileRequest, progress: ProgressCallback | None
+) -> NcuReport:
+    if request.device != "cuda":
+        return NcuReport(note="the ncu pass needs device='cuda'")
+    # Exclusive: kernel replay would disturb anyone timing on the same GPU.
+    async with _gpu_lease(session, exclusive=True, device=request.device, progress=progress) as gpu:
+        return await ncu_pass(
+            session,
+            workspace_candidate(session, build),
+            {kernel.name for kernel in build.kernels},
+            scratch_root=_scratch_root(session),
+            gpu=gpu,
+            timeout_s=request.ncu_timeout_s,
+        )
 
 
 async def _evaluate(

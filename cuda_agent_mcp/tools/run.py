@@ -57,12 +57,12 @@ async def run_command(session: Session, request: RunRequest) -> RunResult:
         cwd=session.workspace.root,
         limits=ProcessLimits(timeout_s=request.timeout_s),
         env=environment,
-        readable=_runtime_paths(inherited),
+        readable=runtime_paths(inherited),
     )
     return RunResult(process=process, isolation=list(executor.isolation))  # type: ignore[attr-defined]
 
 
-def _runtime_paths(python_path: str) -> list[Path]:
+def runtime_paths(python_path: str) -> list[Path]:
     """What an agent's script needs to read: this Python (its environment and the installation it came
     from, torch included), the entries of an inherited PYTHONPATH, the CUDA toolkit when there is one."""
     paths = [Path(sys.prefix), Path(sys.base_prefix), *(Path(p) for p in python_path.split(os.pathsep) if p)]
