@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from cuda_agent_mcp.evaluator.kernels import kernel_key
 from cuda_agent_mcp.executors import ProcessLimits, isolating_executor
 from cuda_agent_mcp.executors.local import scrubbed_env
 from cuda_agent_mcp.results import NcuKernel, NcuReport
@@ -75,6 +76,7 @@ def parse_ncu_csv(output: str, workspace_kernels: set[str]) -> list[NcuKernel]:
     rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
     header, units, launches = rows[0], rows[1] if len(rows) > 1 else [], rows[2:]
     column = {name: index for index, name in enumerate(header)}
+    ours = {kernel_key(name) for name in workspace_kernels}  # ptxas and ncu spell signatures differently
     kernels = []
     for row in launches:
         if len(row) != len(header):
@@ -91,7 +93,7 @@ def parse_ncu_csv(output: str, workspace_kernels: set[str]) -> list[NcuKernel]:
         kernels.append(
             NcuKernel(
                 name=name,
-                from_workspace=_base_name(name) in workspace_kernels,
+                from_workspace=kernel_key(name) in ours,
                 grid=row[column["Grid Size"]] if "Grid Size" in column else "",
                 block=row[column["Block Size"]] if "Block Size" in column else "",
                 **values,  # type: ignore[arg-type]
@@ -110,12 +112,6 @@ def _number(text: str, unit: str, field: str) -> float | int | None:
     if field == "duration_us":
         return round(value * _TO_MICROSECONDS.get(unit.strip(), 1e-3), 3)
     return round(value, 2)
-
-
-def _base_name(name: str) -> str:
-    """`void relu_kernel<float>(const float *, ...)` -> `relu_kernel`: how ptxas names match ncu's."""
-    head = name.split("(", 1)[0].split("<", 1)[0].strip()
-    return head.rsplit(" ", 1)[-1].rsplit("::", 1)[-1]
 
 
 async def ncu_pass(

@@ -19,6 +19,7 @@ from cuda_agent_mcp.tools import (
     Session,
     VerifyRequest,
     evaluate_kernels,
+    profile_kernels,
     verify_kernels,
 )
 from cuda_agent_mcp.tools.task_audit import TaskAuditRequest, audit_task
@@ -205,3 +206,12 @@ def test_a_verify_waiting_for_a_busy_gpu_reports_its_place_in_line(session: Sess
     stages = [e.stage for e in events]
     assert events[stages.index("queue")].message == "waiting for a GPU: 1 of 1 in line"
     assert stages.index("queue") > stages.index("done")  # built first, then queued for the GPU
+
+
+def test_an_ncu_detail_pass_on_the_cpu_path_says_why_it_did_not_run(session: Session) -> None:
+    _candidate(session)
+    request = ProfileRequest(device="cpu", baselines="skip", detail="ncu")
+    result = anyio.run(lambda: profile_kernels(session, request))
+    assert isinstance(result.verdict, Passed)
+    assert result.ncu is not None and result.ncu.kernels == []
+    assert "device='cuda'" in result.ncu.note
