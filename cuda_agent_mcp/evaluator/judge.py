@@ -190,6 +190,8 @@ class Judge:
             state_dict=state,
             compile_model=compile_model,
             device=self.job.device,
+            # Whatever is loaded from the candidate's directory runs in the filesystem view.
+            confine_filesystem=Path(directory) == Path(self.job.candidate_dir),
         )
         try:
             with self.clock.phase("worker_load"):

@@ -45,6 +45,9 @@ class LoadRequest(_Message):
     state_dict: dict[str, TensorRef] = {}
     compile_model: bool = Field(False, description="wrap the model in torch.compile (baseline workers)")
     device: str = "cuda"
+    confine_filesystem: bool = Field(
+        False, description="before importing, restrict the worker's files to its view (candidate loads)"
+    )
 
 
 class CallRequest(_Message):

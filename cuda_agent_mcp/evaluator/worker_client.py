@@ -34,7 +34,7 @@ from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, ForkSetup, FrameE
 from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_shm_files
 from cuda_agent_mcp.executors.cgroup import PidsCgroup, pids_cgroup_root
 from cuda_agent_mcp.executors.local import child_python_path
-from cuda_agent_mcp.executors.sandboxed import available_isolation
+from cuda_agent_mcp.executors.sandboxed import available_isolation, landlock_abi
 
 LOG_TAIL_BYTES = 4000
 # Processes (threads count too, in cgroup v1) one worker tree may hold: torch's thread pools and a
@@ -50,6 +50,8 @@ def worker_isolation() -> str:
         layers.append("network namespace")
     if pids_cgroup_root() is not None:
         layers.append("pids cgroup")
+    if landlock_abi() > 0:
+        layers.append("landlock filesystem view")
     return ", ".join(layers)
 
 

@@ -19,6 +19,7 @@ pretending.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import shutil
@@ -73,6 +74,13 @@ def available_isolation() -> tuple[str, ...]:
         if done.returncode == 0:
             usable.append(name)
     return tuple(usable)
+
+
+@cache
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0: none). Workers confine their files with it (worker/landlock.py)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    return max(int(libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))), 0)
 
 
 @cache

@@ -7,6 +7,7 @@ import importlib
 import pickle
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,6 +23,7 @@ from cuda_agent_mcp.evaluator.protocol import (
 )
 from cuda_agent_mcp.evaluator.refs import CudaIpcPayload, TensorRef, release_shm
 from cuda_agent_mcp.evaluator.transport import open_ref, share
+from cuda_agent_mcp.worker.landlock import confine, python_paths
 
 MAX_INPUT_BYTES = 1 << 40
 
@@ -72,6 +74,8 @@ class Runner:
         # Baselines run at the precision the judge computes references in (no TF32).
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+        if request.confine_filesystem:
+            confine(readable=[Path(request.directory), *python_paths()], writable=[Path.cwd()])
         sys.path.insert(0, request.directory)
         module = importlib.import_module(request.module)
         cls = getattr(module, request.class_name)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
+from cuda_agent_mcp.evaluator import judge as judge_module
 from cuda_agent_mcp.evaluator.job import Timeouts
 from cuda_agent_mcp.executors.cgroup import pids_cgroup_root
+from cuda_agent_mcp.executors.sandboxed import landlock_abi
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut
 from cuda_agent_mcp.worker.__main__ import MAX_FILE_BYTES
 from tests.evaluator.conftest import HONEST
@@ -36,7 +39,9 @@ def test_writing_a_large_file_anywhere_fails_in_the_worker(run_judge, tmp_path) 
     )
     report = run_judge(writer)
     assert isinstance(report.verdict, Crashed), report.verdict
-    assert target.stat().st_size <= MAX_FILE_BYTES
+    # Outside its directory the file cannot even be created (filesystem view); where there is no view,
+    # the file-size limit stops it.
+    assert not target.exists() or target.stat().st_size <= MAX_FILE_BYTES
 
 
 def test_sleeping_forever_in_init_is_a_load_timeout(run_judge) -> None:
@@ -57,7 +62,8 @@ needs_cgroup = pytest.mark.skipif(
 
 @needs_cgroup
 def test_a_process_that_escaped_with_setsid_and_a_double_fork_is_killed_too(run_judge, tmp_path) -> None:
-    marker = tmp_path / "escaped.pid"
+    # /dev/shm: a place outside its own directory that the worker's filesystem view leaves writable.
+    marker = Path("/dev/shm") / f"cuda-agent-test-escaped-{tmp_path.name}.pid"
     escape = HONEST.replace(
         "        return (x * self.scale).clamp_min(0)",
         "        import os, time\n"
@@ -73,6 +79,7 @@ def test_a_process_that_escaped_with_setsid_and_a_double_fork_is_killed_too(run_
     report = run_judge(escape)
     assert isinstance(report.verdict, Passed), report.verdict  # its outputs were right
     escaped = int(marker.read_text())
+    marker.unlink()
     deadline = time.monotonic() + 10
     while alive(escaped) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -98,4 +105,47 @@ def test_a_fork_bomb_stops_at_the_process_cap_and_leaves_nothing_behind(run_judg
     assert isinstance(report.verdict, TimedOut | Crashed), report.verdict
     leftovers = [d for d in set(root.glob("worker-*")) - before if (d / "cgroup.procs").read_text().strip()]
     assert not leftovers
+    assert isinstance(run_judge(HONEST).verdict, Passed)
+
+
+needs_landlock = pytest.mark.skipif(landlock_abi() == 0, reason="this kernel has no Landlock")
+
+
+@needs_landlock
+def test_candidate_code_sees_only_its_own_files(run_judge, tmp_path) -> None:
+    """The evaluator's sources, the reference beside the candidate, another session's workspace and the
+    judge's memory are out of reach; writing is possible only in the worker's own directory."""
+    other = tmp_path / "other-session"
+    other.mkdir()
+    (other / "model_new.py").write_text("SECRET = 1\n")
+    judge_source = Path(judge_module.__file__)
+    reads = [str(judge_source), str(tmp_path / "reference" / "model.py"), str(other / "model_new.py")]
+    probe = HONEST.replace(
+        "        super().__init__()",
+        "        super().__init__()\n"
+        "        import os\n"
+        "        got = []\n"
+        f"        for path in {reads!r} + [f'/proc/{{os.getppid()}}/mem']:\n"
+        "            try:\n"
+        "                open(path, 'rb').read(1)\n"
+        "                got.append('read ' + path)\n"
+        "            except OSError:\n"
+        "                pass\n"
+        f"        for path in [{str(tmp_path / 'planted.txt')!r}, os.path.join(os.getcwd(), 'own.txt')]:\n"
+        "            try:\n"
+        "                open(path, 'w').write('x')\n"
+        "                got.append('wrote ' + path)\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "        raise RuntimeError('VIEW ' + repr(got))",
+    )
+    report = run_judge(probe)
+    assert isinstance(report.verdict, Crashed), report.verdict
+    message = report.verdict.message
+    assert "VIEW" in message
+    view = message[message.index("VIEW") :]
+    assert "read " not in view, view
+    assert "planted.txt" not in view and not (tmp_path / "planted.txt").exists()
+    assert "own.txt" in view  # its own directory stays writable
+    assert "landlock filesystem view" in report.environment["worker_isolation"]
     assert isinstance(run_judge(HONEST).verdict, Passed)

@@ -57,7 +57,7 @@ def test_one_judge_server_serves_consecutive_jobs_and_each_job_gets_a_fresh_work
     session: Session, pool: JudgePool, tmp_path: Path
 ) -> None:
     # The candidate notes the process it was loaded in (pid, parent pid).
-    record = tmp_path / "loaded-in.txt"
+    record = Path("/dev/shm") / f"cuda-agent-test-loaded-in-{tmp_path.name}.txt"  # writable in its view
     note = f"\nimport os\nopen({str(record)!r}, 'a').write(f'{{os.getpid()}} {{os.getppid()}}\\n')\n"
     (session.workspace.root / "model_new.py").write_text(TORCH_CANDIDATE.replace("{suffix}", "") + note)
     first = anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
@@ -72,6 +72,7 @@ def test_one_judge_server_serves_consecutive_jobs_and_each_job_gets_a_fresh_work
     # Each job loaded the candidate in a process of its own, forked by the server's fork server (a
     # child of the judge server), and gone once its job ended.
     loads = [tuple(map(int, line.split())) for line in record.read_text().splitlines()]
+    record.unlink()
     assert len(loads) == 2 and loads[0][0] != loads[1][0]
     fork_servers = {parent for _, parent in loads}
     assert len(fork_servers) == 1 and fork_servers <= children(server.process.pid)
