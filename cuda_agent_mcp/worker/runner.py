@@ -75,6 +75,11 @@ class Runner:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         if request.confine_filesystem:
+            if self.device.type == "cuda":
+                # The driver opens what it needs while creating the context (some of it outside the view,
+                # measured: cuInit inside the view fails with error 304); the context then serves the
+                # candidate's work.
+                torch.empty(1, device=self.device)
             confine(readable=[Path(request.directory), *python_paths()], writable=[Path.cwd()])
         sys.path.insert(0, request.directory)
         module = importlib.import_module(request.module)
