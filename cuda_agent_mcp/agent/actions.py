@@ -41,6 +41,15 @@ class EnvironmentSettings(BaseModel):
     device: Literal["cuda", "cpu"] = "cuda"
     audit: bool = Field(True, description="refuse PyTorch compute in the candidate (off only in CPU tests)")
     baselines: Literal["cached", "measure", "skip"] = "cached"
+    seed: int | None = Field(
+        None,
+        description="fix the evaluations' input seeds (derived per episode or solution) so verify verdicts "
+        "replay exactly; None: secret random seeds. Never shown to the policy.",
+    )
+
+    def session_seed(self, index: int) -> int | None:
+        """The seed of the `index`-th episode or solution run with these settings."""
+        return None if self.seed is None else self.seed * 1_000_003 + index
 
 
 class _Args(BaseModel):

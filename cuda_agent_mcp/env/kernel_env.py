@@ -134,7 +134,9 @@ class KernelEnv:
         chosen = self.catalog.get(task) if isinstance(task, str) else task
         self._episodes += 1
         directory = self.root / f"episode-{self._episodes}"
-        self.session = Session.create(chosen, directory, overwrite=True)
+        self.session = Session.create(
+            chosen, directory, overwrite=True, seed=self.settings.session_seed(self._episodes)
+        )
         self.turn, self.done = 0, False
         return Observation(
             system_prompt=self.preset.system_prompt(),

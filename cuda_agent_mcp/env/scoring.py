@@ -76,7 +76,9 @@ async def score_batch(
                 index=index, task_id=solution.task, reward=FAIL, status="bad_task", message=str(exc)
             )
             return
-        session = Session.create(task, root / f"solution-{index}", scheduler=scheduler)
+        session = Session.create(
+            task, root / f"solution-{index}", scheduler=scheduler, seed=settings.session_seed(index)
+        )
         restore(session, solution.files)
 
         async def evaluate() -> EvalResult:

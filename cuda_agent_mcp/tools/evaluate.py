@@ -7,7 +7,6 @@ runs the judge through the session's executor under a wall-clock limit, and read
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import tempfile
 import time
@@ -185,7 +184,7 @@ async def _verify(
         progress=progress,
         mode="verify",
         device=request.device,
-        seeds=[secrets.randbits(62) for _ in range(request.trials)],
+        seeds=[session.draw_seed() for _ in range(request.trials)],
         atol=tolerance[0],
         rtol=tolerance[1],
         timeout_s=request.timeout_s,
@@ -227,7 +226,7 @@ async def _profile(
             progress=progress,
             mode="profile",
             device=request.device,
-            seeds=[secrets.randbits(62)],
+            seeds=[session.draw_seed()],
             atol=atol,
             rtol=rtol,
             timeout_s=request.timeout_s,
@@ -362,7 +361,7 @@ async def run_judge(
             candidate_dir=str(candidate),
             device=device,
             seeds=seeds,
-            init_seed=secrets.randbits(62),
+            init_seed=session.draw_seed(),
             atol=atol,
             rtol=rtol,
             baselines=baselines,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +43,12 @@ class Session:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     # Every evaluation result, written before it is returned (default: journal.sqlite in the cache dir).
     journal: Journal = None  # type: ignore[assignment]
+    # None: every evaluation draws secret random seeds. An integer (set by an RL environment or a
+    # trainer, never by the agent under test): evaluations draw a fixed sequence derived from it, so an
+    # episode's verify inputs can be replayed. Timings stay measurements.
+    seed: int | None = None
     _builder: Builder | None = field(default=None, init=False, repr=False)
+    _seeds_drawn: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.journal is None:
@@ -59,6 +66,14 @@ class Session:
         """Open a session on an existing workspace directory; its model.py is the reference."""
         workspace = Workspace.open(directory)
         return cls(workspace.task(), workspace, **options)  # type: ignore[arg-type]
+
+    def draw_seed(self) -> int:
+        """The next input seed of an evaluation (62 bits): secret and random, or from `seed`'s sequence."""
+        if self.seed is None:
+            return secrets.randbits(62)
+        self._seeds_drawn += 1
+        digest = hashlib.sha256(f"{self.seed}:{self._seeds_drawn}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") >> 2
 
     def build_flags(self, arch: str | None = None) -> BuildFlags:
         return BuildFlags(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -146,3 +147,29 @@ def test_score_batch_returns_rewards_in_order_with_whose_fault_each_failure_was(
         True,
         2,
     )
+
+
+def test_with_a_seed_an_episodes_verify_replays_exactly_and_without_one_it_does_not(
+    catalog, tmp_path: Path
+) -> None:
+    """Same seed, same actions: the same inputs, so the same wrong-output evidence; secret seeds differ."""
+
+    def wrong_verify(seed: int | None, name: str) -> str:
+        settings = CPU.model_copy(update={"seed": seed})
+        env = KernelEnv(catalog=catalog, settings=settings, root=tmp_path / name)
+
+        async def episode() -> str:
+            await env.reset(catalog.list()[0].id)
+            for call in _writes(WRONG):
+                await env.step(call)
+            step = await env.step(ToolCall(name="verify", arguments={"trials": 2}))
+            return json.dumps(json.loads(step.observation)["verdict"])  # the evidence, not the wall times
+
+        return anyio.run(episode)
+
+    seeded = [wrong_verify(7, "a"), wrong_verify(7, "b")]
+    unseeded = [wrong_verify(None, "c"), wrong_verify(None, "d")]
+    assert "wrong_output" in seeded[0]
+    assert seeded[0] == seeded[1]
+    assert unseeded[0] != unseeded[1]
+    assert wrong_verify(8, "e") != seeded[0]
