@@ -253,6 +253,8 @@ class NcuKernel(_Frozen):
     dram_throughput_pct: float | None = None
     achieved_occupancy_pct: float | None = Field(None, description="active warps of the SM's maximum")
     registers_per_thread: int | None = None
+    static_shared_memory_bytes: int | None = Field(None, description="per block")
+    dynamic_shared_memory_bytes: int | None = Field(None, description="per block")
 
 
 class NcuReport(_Frozen):

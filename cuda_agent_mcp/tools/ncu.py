@@ -39,7 +39,10 @@ METRICS = {
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
     "launch__registers_per_thread": "registers_per_thread",
+    "launch__shared_mem_per_block_static": "static_shared_memory_bytes",
+    "launch__shared_mem_per_block_dynamic": "dynamic_shared_memory_bytes",
 }
+_INTEGER_FIELDS = {"registers_per_thread", "static_shared_memory_bytes", "dynamic_shared_memory_bytes"}
 _TO_MICROSECONDS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
 
 
@@ -107,7 +110,7 @@ def _number(text: str, unit: str, field: str) -> float | int | None:
         value = float(text.replace(",", ""))
     except ValueError:
         return None
-    if field == "registers_per_thread":
+    if field in _INTEGER_FIELDS:
         return int(value)
     if field == "duration_us":
         return round(value * _TO_MICROSECONDS.get(unit.strip(), 1e-3), 3)

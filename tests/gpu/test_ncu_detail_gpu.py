@@ -30,5 +30,6 @@ def test_a_profile_with_ncu_detail_reports_the_workspace_kernels_metrics(shared_
     assert kernel.duration_us and kernel.duration_us > 0
     assert kernel.dram_throughput_pct and kernel.dram_throughput_pct > 10  # ReLU is bandwidth-bound
     assert kernel.registers_per_thread and kernel.achieved_occupancy_pct
+    assert kernel.static_shared_memory_bytes is not None and kernel.dynamic_shared_memory_bytes is not None
     # The timing, not the ncu pass, decided the verdict; the pass came after it.
     assert result.candidate is not None
