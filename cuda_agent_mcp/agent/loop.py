@@ -134,15 +134,20 @@ class _Run:
 def task_prompt(session: Session, preset: PolicyPreset) -> str:
     reference = (session.workspace.root / "model.py").read_text()
     files = ", ".join(sorted(editable_files(session))) or "none yet"
+    return task_statement(session.task.id, reference, preset.action_format, files)
+
+
+def task_statement(task_id: str, reference: str, action_format: str, files: str = "none yet") -> str:
+    """What the policy is asked: the task, the reference program and how to answer."""
     how = (
         "Use the tools to write the kernels, compile, verify and profile; finish with evaluate."
-        if preset.action_format == "tools"
+        if action_format == "tools"
         else "Answer with the complete files, each in a fenced block whose info string is its path, e.g. "
         "```cuda kernels/my_op.cu, ```cpp kernels/my_op_binding.cpp and ```python model_new.py. "
         "Each answer is compiled, verified and timed, and the result comes back to you."
     )
     return (
-        f"Task {session.task.id}. Make ModelNew (model_new.py) compute exactly what Model computes, faster "
+        f"Task {task_id}. Make ModelNew (model_new.py) compute exactly what Model computes, faster "
         f"than PyTorch eager and torch.compile, with CUDA kernels in kernels/.\n\nmodel.py:\n```python\n"
         f"{reference}```\n\nEditable files now: {files}. {how}"
     )
