@@ -149,3 +149,15 @@ def test_candidate_code_sees_only_its_own_files(run_judge, tmp_path) -> None:
     assert "own.txt" in view  # its own directory stays writable
     assert "landlock filesystem view" in report.environment["worker_isolation"]
     assert isinstance(run_judge(HONEST).verdict, Passed)
+
+
+def test_a_segfault_in_candidate_native_code_is_a_crash_and_the_next_evaluation_is_clean(run_judge) -> None:
+    segfault = HONEST.replace(
+        "        return (x * self.scale).clamp_min(0)",
+        "        import ctypes\n        ctypes.string_at(0)  # native code reading address 0\n"
+        "        return (x * self.scale).clamp_min(0)",
+    )
+    report = run_judge(segfault)
+    assert isinstance(report.verdict, Crashed), report.verdict
+    assert report.verdict.kind == "process_exited" and report.verdict.phase == "call"
+    assert isinstance(run_judge(HONEST).verdict, Passed)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent_mcp.results import Crashed, WrongOutput
-from tests.redteam.workspaces import forward, launcher, relu_session, verify
+from tests.redteam.workspaces import RELU_KERNEL, forward, launcher, relu_session, verify
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 
@@ -61,5 +61,16 @@ __global__ void relu_kernel(const float* x, float* y, int64_t n) { *(volatile fl
 """ + launcher("  relu_kernel<<<1, 1, 0, stream>>>(x, y, n);")
     crashed = verify(relu_session(tmp_path / "wild", shared_build_cache, kernel=wild))
     assert isinstance(crashed.verdict, Crashed), crashed.verdict
+    honest = verify(relu_session(tmp_path / "honest", shared_build_cache))
+    assert honest.verdict.status == "passed", honest.verdict
+
+
+def test_a_segfault_in_the_binding_is_a_crash_and_the_next_evaluation_is_clean(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    host_segfault = RELU_KERNEL + launcher("  *(volatile int*)nullptr = 1;  // host code: SIGSEGV")
+    crashed = verify(relu_session(tmp_path / "segv", shared_build_cache, kernel=host_segfault))
+    assert isinstance(crashed.verdict, Crashed), crashed.verdict
+    assert crashed.verdict.kind == "process_exited", crashed.verdict
     honest = verify(relu_session(tmp_path / "honest", shared_build_cache))
     assert honest.verdict.status == "passed", honest.verdict
