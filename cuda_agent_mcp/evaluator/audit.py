@@ -169,6 +169,16 @@ def audit_cpp(source: str, file: str) -> list[AuditFinding]:
                 message=f"{match.group(0).rstrip('( ')}() computes with PyTorch in C++: only your kernels may compute",
             )
         )
+    for match in _CACHE_CONTROL.finditer(code):
+        found.append(
+            AuditFinding(
+                file=file,
+                line=code.count("\n", 0, match.start()) + 1,
+                rule="cache_control",
+                message=f"{match.group(0).strip()}: persisting-L2 controls would keep your operands in cache "
+                "across the timer's L2 flush; they are not allowed",
+            )
+        )
     for match in _FORBIDDEN_NATIVE.finditer(code):
         found.append(
             AuditFinding(
@@ -181,6 +191,14 @@ def audit_cpp(source: str, file: str) -> list[AuditFinding]:
         )
     return found
 
+
+# Persisting-L2 controls (catalog entry 34): an access-policy window or a persisting-L2 limit keeps the
+# candidate's operands in L2 through the flush before each timed call, so its "cold" timings are warm.
+_CACHE_CONTROL = re.compile(
+    r"\b(?:accessPolicyWindow|cudaStreamAttributeAccessPolicyWindow|cudaKernelNodeAttributeAccessPolicyWindow|"
+    r"cudaLaunchAttributeAccessPolicyWindow|cudaLimitPersistingL2CacheSize|cudaAccessPropertyPersisting|"
+    r"cudaCtxResetPersistingL2Cache|CU_LIMIT_PERSISTING_L2_CACHE_SIZE|CU_ACCESS_PROPERTY_PERSISTING)\b"
+)
 
 # Vendor libraries (cuBLAS, cuDNN, ...) would do the work instead of the candidate's kernels; dlopen and
 # link pragmas would pull them in past the fixed link line. (A per-task policy to allow cuBLAS for GEMM

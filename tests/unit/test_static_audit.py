@@ -115,3 +115,17 @@ def test_the_workspace_audit_covers_kernels_and_ignores_the_harness(tmp_path: Pa
     (tmp_path / "kernels" / "k_binding.cpp").write_text("auto y = at::mm(a, b);\n")
     findings = audit_workspace(tmp_path)
     assert [(f.file, f.line) for f in findings] == [("kernels/k_binding.cpp", 1)]
+
+
+def test_persisting_l2_controls_are_flagged() -> None:
+    """Catalog entry 34: an access-policy window keeps operands in L2 through the timer's flush."""
+    source = (
+        "cudaStreamAttrValue attr = {};\n"
+        "attr.accessPolicyWindow.base_ptr = (void*)w;\n"
+        "attr.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;\n"
+        "cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 1 << 20);\n"
+        "// a comment naming accessPolicyWindow is fine\n"
+    )
+    findings = audit_cpp(source, "kernels/k.cu")
+    assert {f.line for f in findings if f.rule == "cache_control"} == {2, 3, 4}
+    assert all("persisting-L2" in f.message for f in findings)
