@@ -169,26 +169,12 @@ def audit_cpp(source: str, file: str) -> list[AuditFinding]:
                 message=f"{match.group(0).rstrip('( ')}() computes with PyTorch in C++: only your kernels may compute",
             )
         )
-    for match in _CACHE_CONTROL.finditer(code):
-        found.append(
-            AuditFinding(
-                file=file,
-                line=code.count("\n", 0, match.start()) + 1,
-                rule="cache_control",
-                message=f"{match.group(0).strip()}: persisting-L2 controls would keep your operands in cache "
-                "across the timer's L2 flush; they are not allowed",
+    for pattern, rule, why in _NATIVE_RULES:
+        for match in pattern.finditer(code):
+            line = code.count("\n", 0, match.start()) + 1
+            found.append(
+                AuditFinding(file=file, line=line, rule=rule, message=f"{match.group(0).strip()}: {why}")
             )
-        )
-    for match in _FORBIDDEN_NATIVE.finditer(code):
-        found.append(
-            AuditFinding(
-                file=file,
-                line=code.count("\n", 0, match.start()) + 1,
-                rule="forbidden_library",
-                message=f"{match.group(0).strip()}: vendor math libraries and loading code at run time are "
-                "not allowed; write the computation as your own kernel",
-            )
-        )
     return found
 
 
@@ -207,4 +193,20 @@ _FORBIDDEN_NATIVE = re.compile(
     r"#\s*include\s*[<\"](?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver|cutlass|cute|"
     r"ATen/native|torch/csrc/api/include/torch/nn)[^>\"]*[>\"]"
     r"|#\s*pragma\s+comment\s*\(\s*lib|\bdlopen\s*\(|\bdlsym\s*\("
+)
+
+# (pattern, rule, why it is refused) for the constructs refused wherever they appear in C++/CUDA.
+_NATIVE_RULES = (
+    (
+        _CACHE_CONTROL,
+        "cache_control",
+        "persisting-L2 controls would keep your operands in cache across the timer's L2 flush; "
+        "they are not allowed",
+    ),
+    (
+        _FORBIDDEN_NATIVE,
+        "forbidden_library",
+        "vendor math libraries and loading code at run time are not allowed; write the computation as "
+        "your own kernel",
+    ),
 )

@@ -78,7 +78,8 @@ def available_isolation() -> tuple[str, ...]:
 
 @cache
 def landlock_abi() -> int:
-    """The kernel's Landlock ABI version (0: none). Workers confine their files with it (worker/landlock.py)."""
+    """The kernel's Landlock ABI version (0: none), for the isolation report. The same probe as
+    `worker/landlock.abi_version`, which confines workers: the judge side may not import the worker."""
     libc = ctypes.CDLL(None, use_errno=True)
     return max(int(libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))), 0)
 
