@@ -223,9 +223,9 @@ class KernelTime(_Frozen):
     name: str
     calls: int
     total_ms: float
-    origin: Literal["workspace", "other", "copy"] = Field(
-        description="workspace: compiled from the workspace's sources; other: PyTorch or a library; "
-        "copy: a memcpy or memset"
+    origin: Literal["workspace", "library", "other", "copy"] = Field(
+        description="workspace: compiled from the workspace's sources; library: a vendor library the task "
+        "allows (cuBLAS, cuDNN); other: PyTorch or a library it does not; copy: a memcpy or memset"
     )
 
 
@@ -235,7 +235,8 @@ class KernelBreakdown(_Frozen):
     kernels: list[KernelTime] = Field(description="largest first, at most 20")
     traced_ms: float = Field(description="device time of everything traced in the call")
     workspace_share: float | None = Field(
-        description="the workspace's kernels' share of kernel time (copies excluded); None without kernels"
+        description="the share of kernel time (copies excluded) in the workspace's kernels and the "
+        "libraries the task allows; None without kernels"
     )
     note: str = ""
 

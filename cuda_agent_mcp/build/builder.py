@@ -192,11 +192,15 @@ class Builder:
 
             notify(BuildProgress(stage="link", message="linking", done=len(units), total=len(units)))
             build_key = fingerprint(
-                CACHE_SCHEMA, "extension", [u.key for u in units], self.toolchain.fingerprint
+                CACHE_SCHEMA,
+                "extension",
+                [u.key for u in units],
+                self.toolchain.fingerprint,
+                *((flags.vendor_libraries,) if flags.vendor_libraries else ()),
             )
             extension = self.cache.extension_path(build_key)
             if not extension.exists():
-                link_diagnostics, link_log = await self._link(units, staging, build_key)
+                link_diagnostics, link_log = await self._link(units, staging, build_key, flags)
                 if link_diagnostics:
                     diagnostics += link_diagnostics
                     return finish(
@@ -238,7 +242,12 @@ class Builder:
         flags: BuildFlags,
     ) -> str:
         # A C++ unit's object does not depend on the GPU arch or fast-math, so they stay out of its key.
-        flag_part = flags.model_dump() if kind == "cu" else {"optimization": flags.optimization}
+        # What the link adds (vendor libraries) does not change an object.
+        flag_part = (
+            flags.model_dump(exclude={"vendor_libraries"})
+            if kind == "cu"
+            else {"optimization": flags.optimization}
+        )
         return fingerprint(
             CACHE_SCHEMA, kind, file, source_sha, header_digest, harness_digest, json.dumps(flag_part, sort_keys=True),
             self.toolchain.fingerprint,
@@ -355,15 +364,18 @@ class Builder:
         log = f"== {tool} {unit.file} ==\n{result.output}"
         return _UnitOutcome(unit, action, None, result.wall_s, diagnostics, failure=failure, log=log)
 
-    async def _link(self, units: list[_Unit], staging: Path, build_key: str) -> tuple[list[Diagnostic], str]:
+    async def _link(
+        self, units: list[_Unit], staging: Path, build_key: str, flags: BuildFlags
+    ) -> tuple[list[Diagnostic], str]:
         objects = [str(self.cache.object_path(u.key)) for u in units]
         output = staging / f"{EXTENSION_NAME}.so"
-        argv = link_command(self.toolchain, objects, str(output))
+        argv = link_command(self.toolchain, objects, str(output), flags.vendor_libraries)
+        library_dirs = [Path(arg[2:]) for arg in argv if arg.startswith("-L")]
         result = await self.executor.run(
             argv,
             cwd=staging,
             limits=self.limits.process(self.limits.link_timeout_s),
-            readable=[*self.toolchain.readable_paths, *map(Path, objects)],
+            readable=[*self.toolchain.readable_paths, *library_dirs, *map(Path, objects)],
         )
         object_to_file = {f"{u.key}.o": u.file for u in units}
         diagnostics = parse_unresolved_symbols(result.output, object_to_file)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from functools import cache
@@ -27,6 +28,9 @@ class BuildFlags(BaseModel):
     arch: str = Field(DEFAULT_ARCH, pattern=r"^sm_\d+[af]?$")
     use_fast_math: bool = True
     optimization: str = "-O3"
+    vendor_libraries: tuple[str, ...] = Field(
+        (), description="vendor libraries the extension links (cublas, cudnn), by task policy"
+    )
 
 
 def nvcc_command(
@@ -61,13 +65,36 @@ def cxx_command(
     return cmd
 
 
-def link_command(tc: Toolchain, objects: list[str], output: str) -> list[str]:
+def link_command(
+    tc: Toolchain, objects: list[str], output: str, vendor_libraries: tuple[str, ...] = ()
+) -> list[str]:
     """Link objects into the extension; unresolved symbols are listed (as warnings) for us to check."""
     cmd = [tc.cxx, "-shared", *objects, "-o", output]
     cmd += [f"-L{d}" for d in tc.library_dirs]
     cmd += [f"-l{lib}" for lib in tc.libraries]
+    for library in vendor_libraries:
+        for name in _VENDOR_SONAMES[library]:
+            found = vendor_library_file(tc, name)
+            if found is None:  # the linker then names the library it could not find
+                cmd.append(f"-l{name}")
+            else:
+                cmd += [f"-L{found.parent}", f"-l:{found.name}", f"-Wl,-rpath,{found.parent}"]
     cmd += [f"-Wl,-rpath,{tc.torch_dir / 'lib'}", "-Wl,--no-undefined", "-Wl,--warn-unresolved-symbols"]
     return cmd
+
+
+_VENDOR_SONAMES = {"cublas": ("cublas", "cublasLt"), "cudnn": ("cudnn",)}
+
+
+def vendor_library_file(tc: Toolchain, name: str) -> Path | None:
+    """`lib<name>.so[.N]`: torch's own copy first (the process then holds one), else the CUDA toolkit's."""
+    directories = [*sorted((tc.torch_dir.parent / "nvidia").glob("*/lib")), *tc.library_dirs]
+    soname = re.compile(rf"lib{re.escape(name)}\.so(?:\.\d+)?")  # libcublas.so or libcublas.so.13
+    for directory in directories:
+        found = sorted(p for p in directory.glob(f"lib{name}.so*") if soname.fullmatch(p.name))
+        if found:
+            return found[0]
+    return None
 
 
 def fingerprint(*parts: object) -> str:

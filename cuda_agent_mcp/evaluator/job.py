@@ -45,7 +45,11 @@ class EvalJob(BaseModel):
     device: str = "cuda"
     seeds: list[int] = Field(min_length=1)
     init_seed: int
-    distributions: list[str] = ["task", "shifted"]
+    distributions: list[Literal["task", "shifted", "resized"]] = Field(
+        ["task", "shifted", "resized"],
+        description="per trial, in turn: the task's own inputs; centred and widened floats; the task's "
+        "distribution at smaller odd sizes (evaluator/sizes.py)",
+    )
     atol: float
     rtol: float
     op_audit: bool = Field(False, description="reject forward() calls that dispatch PyTorch compute ops")
@@ -59,6 +63,10 @@ class EvalJob(BaseModel):
     baselines: Literal["measure", "cached", "skip"] = "measure"
     baseline_cache_path: str | None = None
     baseline_key: str = ""
+    vendor_libraries: list[Literal["cublas", "cudnn"]] = Field(
+        default_factory=list,
+        description="libraries the task lets the candidate call: their kernels count as the workspace's",
+    )
     workspace_kernels: list[str] = Field(
         default_factory=list,
         description="demangled names of the kernels the build compiled from the workspace (from ptxas); "

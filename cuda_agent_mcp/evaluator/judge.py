@@ -33,6 +33,7 @@ from cuda_agent_mcp.evaluator.protocol import (
     ReleaseRequest,
 )
 from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
+from cuda_agent_mcp.evaluator.sizes import hidden_sizes, resized
 from cuda_agent_mcp.evaluator.timing import (
     disagreement,
     median_rse,
@@ -92,6 +93,7 @@ class Judge:
                 self.init_args = list(self.reference.get_init_inputs())
                 self.model = self.reference.Model(*self.init_args).to(self.device).eval()
             self.state = {k: v.detach().contiguous() for k, v in self.model.state_dict().items()}
+        self.hidden_sizes = hidden_sizes(self.reference)
         self.distributions_used: list[str] = []
         self._persistent: dict[int, tuple[torch.Tensor, TensorRef]] = {}
         self._buffers: list[Any] = []
@@ -105,7 +107,8 @@ class Judge:
 
     def _make_inputs(self, seed: int, distribution: str) -> list[Any]:
         torch.manual_seed(seed)
-        with torch.device(self.device):
+        sizes = self.hidden_sizes if distribution == "resized" else {}
+        with torch.device(self.device), resized(self.reference, sizes):
             inputs = [
                 x.to(self.device) if isinstance(x, torch.Tensor) else x for x in self.reference.get_inputs()
             ]
@@ -293,18 +296,31 @@ class Judge:
 
     # -- verify ----------------------------------------------------------------------------------
 
+    def trial_inputs(self, seed: int, distribution: str) -> tuple[str, list[Any], str, list[torch.Tensor]]:
+        """Inputs of one trial and the reference's outputs on them. A distribution the reference cannot
+        use (non-finite outputs on shifted inputs, an error at other sizes, a task without size globals)
+        falls back to the task's own."""
+        if distribution == "resized" and not self.hidden_sizes:
+            distribution = "task"
+        inputs = self.staged(self.make_inputs(seed, distribution))
+        try:
+            structure, expected = self.reference_outputs(inputs)
+        except Exception:
+            if distribution != "resized":
+                raise
+            return self.trial_inputs(seed, "task")
+        if distribution != "task" and not all(
+            bool(torch.isfinite(e).all()) for e in expected if e.is_floating_point()
+        ):
+            return self.trial_inputs(seed, "task")
+        return distribution, inputs, structure, expected
+
     def verify(self, worker: WorkerProcess) -> Verdict:
         worst_abs = worst_rel = 0.0
         for trial, seed in enumerate(self.job.seeds):
-            distribution = self.job.distributions[trial % len(self.job.distributions)]
-            inputs = self.staged(self.make_inputs(seed, distribution))
-            structure, expected = self.reference_outputs(inputs)
-            if distribution != "task" and not all(
-                bool(torch.isfinite(e).all()) for e in expected if e.is_floating_point()
-            ):
-                distribution = "task"  # the op is not defined on the shifted range: use the task's own
-                inputs = self.staged(self.make_inputs(seed, distribution))
-                structure, expected = self.reference_outputs(inputs)
+            distribution, inputs, structure, expected = self.trial_inputs(
+                seed, self.job.distributions[trial % len(self.job.distributions)]
+            )
             self.distributions_used.append(distribution)
             pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
             out_bytes = sum(e.numel() * e.element_size() for e in expected)
@@ -423,7 +439,7 @@ class Judge:
             )
         if problem is not None:
             raise VerdictReached(_verdict_for(problem, "timed", 0, "task"))
-        return breakdown(reply.kernels, self.job.workspace_kernels)
+        return breakdown(reply.kernels, self.job.workspace_kernels, self.job.vendor_libraries)
 
     def time_worker(self, worker: WorkerProcess, timeout_s: float) -> tuple[TimingStats, int]:
         """Time fresh-input calls until the median is stable or the budget ends; every output is checked.

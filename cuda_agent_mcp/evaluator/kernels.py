@@ -8,6 +8,10 @@ ptxas (demangled), the trace's from CUPTI, and the two spell signatures differen
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
+from typing import Literal
+
 from cuda_agent_mcp.evaluator.protocol import TracedKernel
 from cuda_agent_mcp.results import KernelBreakdown, KernelTime
 
@@ -35,15 +39,34 @@ def kernel_key(name: str) -> str:
     return head.strip()
 
 
-def breakdown(traced: list[TracedKernel], workspace_kernels: list[str]) -> KernelBreakdown:
-    """Sum the trace by kernel and say which came from the workspace."""
+# How cuBLAS and cuDNN kernels are named (e.g. `sm90_xmma_gemm_f32f32_...`, `ampere_sgemm_128x64_nn`,
+# `cutlass::Kernel2<cutlass_80_simt_sgemm_...>`, `gemv2N_kernel`, `cudnn::winograd...`,
+# `implicit_convolve_sgemm`, `xmma_fprop_implicit_gemm_...`). Broad on purpose: they apply only to the
+# libraries a task allows, and a PyTorch op that reaches the same library kernels computes what the
+# candidate could have asked the library for directly.
+_LIBRARY_KERNELS = {
+    "cublas": re.compile(r"gemm|gemv|xmma|cutlass|cublas|splitkreduce", re.IGNORECASE),
+    "cudnn": re.compile(
+        r"cudnn|conv|fprop|dgrad|wgrad|winograd|fft|implicit|nchw|nhwc|xmma|cutlass|gemm", re.IGNORECASE
+    ),
+}
+
+
+def breakdown(
+    traced: list[TracedKernel], workspace_kernels: list[str], libraries: Collection[str] = ()
+) -> KernelBreakdown:
+    """Sum the trace by kernel and say which came from the workspace or an allowed library."""
     ours = {kernel_key(name) for name in workspace_kernels}
+    library_patterns = [_LIBRARY_KERNELS[name] for name in libraries if name in _LIBRARY_KERNELS]
     rows: list[KernelTime] = []
     for kernel in traced:
+        origin: Literal["workspace", "library", "other", "copy"]
         if kernel.name.lower().startswith(_COPY_PREFIXES):
             origin = "copy"
         elif kernel_key(kernel.name) in ours:
             origin = "workspace"
+        elif any(pattern.search(kernel.name) for pattern in library_patterns):
+            origin = "library"
         else:
             origin = "other"
         rows.append(
@@ -51,7 +74,7 @@ def breakdown(traced: list[TracedKernel], workspace_kernels: list[str]) -> Kerne
         )
     rows.sort(key=lambda row: row.total_ms, reverse=True)
     kernel_ms = sum(row.total_ms for row in rows if row.origin != "copy")
-    workspace_ms = sum(row.total_ms for row in rows if row.origin == "workspace")
+    workspace_ms = sum(row.total_ms for row in rows if row.origin in ("workspace", "library"))
     note = "" if rows else "the trace recorded no device activity (no profiler here, or it was switched off)"
     return KernelBreakdown(
         kernels=rows[:_SHOWN],
@@ -68,6 +91,7 @@ def foreign_work(found: KernelBreakdown) -> str | None:
     others = [row for row in found.kernels if row.origin == "other"][:3]
     listed = "; ".join(f"{row.name[:120]} ({row.total_ms:.3f} ms)" for row in others)
     return (
-        f"kernels compiled from the workspace ran {found.workspace_share:.0%} of the call's kernel time "
+        f"kernels compiled from the workspace (and libraries the task allows) ran {found.workspace_share:.0%} of "
+        "the call's kernel time "
         f"(at least {MIN_WORKSPACE_SHARE:.0%} required); the rest ran in: {listed}"
     )

@@ -41,7 +41,9 @@ def run_job(
             )
         stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s)
         kernels = None
-        if judge.device.type == "cuda" and job.workspace_kernels:
+        # Traced even when the workspace compiled no kernel: then any kernel time is someone else's
+        # (unless it is a library the task allows).
+        if judge.device.type == "cuda":
             with judge.clock.phase("kernel_trace"):
                 kernels = judge.trace_kernels(worker, job.timeouts.call_s)
             if (reason := foreign_work(kernels)) is not None:

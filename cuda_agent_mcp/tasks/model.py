@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuda_agent_mcp.tasks.vendor import VendorLibrary, paper_vendor_libraries
+
 DType = Literal["float32", "float16", "bfloat16", "float64", "int64", "int32", "bool", "other"]
 
 
@@ -36,6 +38,16 @@ class TaskPolicy(BaseModel):
     dtype: DType = "float32"
     tolerance: TolerancePolicy = TolerancePolicy()
     use_fast_math: bool = Field(True, description="nvcc --use_fast_math (on by default, as in the paper)")
+    vendor_libraries: tuple[VendorLibrary, ...] | None = Field(
+        None,
+        description="vendor libraries a candidate may call; None: the paper's policy, read from the "
+        "reference (cuBLAS for matrix products, cuDNN for convolutions)",
+    )
+    hidden_sizes: bool = Field(
+        True,
+        description="verify also runs a trial at larger, odd sizes of the task's size globals "
+        "(batch_size, dim, ...), so kernels that bake in the visible shape fail",
+    )
 
 
 class TaskSource(BaseModel):
@@ -61,6 +73,13 @@ class Task(BaseModel):
     content_hash: str = Field(description="sha256 of the code, hex")
     policy: TaskPolicy = TaskPolicy()
     tags: dict[str, str] = Field(default_factory=dict, description="extra columns from the source")
+
+    @property
+    def vendor_libraries(self) -> tuple[VendorLibrary, ...]:
+        """The vendor libraries a candidate for this task may call (see tasks/vendor.py)."""
+        if self.policy.vendor_libraries is not None:
+            return self.policy.vendor_libraries
+        return paper_vendor_libraries(self.code)
 
 
 def content_hash(code: str) -> str:

@@ -168,7 +168,7 @@ async def _verify(
             distributions=[],
             wall_s=round(time.monotonic() - started, 3),
         )
-    if request.audit and (findings := audit_workspace(session.workspace.root)):
+    if request.audit and (findings := audit_workspace(session.workspace.root, session.task.vendor_libraries)):
         return VerifyResult(
             verdict=Rejected(reason="forbidden_op", message=_describe(findings), findings=findings),
             source_hash=build.source_hash,
@@ -362,6 +362,9 @@ async def run_judge(
             device=device,
             seeds=seeds,
             init_seed=session.draw_seed(),
+            distributions=["task", "shifted", "resized"]
+            if session.task.policy.hidden_sizes
+            else ["task", "shifted"],
             atol=atol,
             rtol=rtol,
             baselines=baselines,
@@ -372,6 +375,7 @@ async def run_judge(
             op_audit=op_audit,
             max_error_norm=max_error_norm,
             workspace_kernels=workspace_kernels or [],
+            vendor_libraries=list(session.task.vendor_libraries),
         )
         # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
         async with _gpu_lease(session, exclusive=mode == "profile", device=device, progress=progress) as gpu:

@@ -77,7 +77,9 @@ class Session:
 
     def build_flags(self, arch: str | None = None) -> BuildFlags:
         return BuildFlags(
-            arch=arch or detect_arch(self.cache_dir), use_fast_math=self.task.policy.use_fast_math
+            arch=arch or detect_arch(self.cache_dir),
+            use_fast_math=self.task.policy.use_fast_math,
+            vendor_libraries=self.task.vendor_libraries,
         )
 
     def prewarm_judge(self) -> bool:

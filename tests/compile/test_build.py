@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -233,6 +234,31 @@ def test_every_honest_suite_kernel_builds_and_passes_the_static_audit(
     from cuda_agent_mcp.evaluator.audit import audit_workspace
 
     root = EXAMPLES.parent / "tests" / "fixtures" / "honest" / fixture
-    result = build(Session.open(root, cache_dir=shared_build_cache))
+    session = Session.open(root, cache_dir=shared_build_cache)
+    result = build(session)
     assert result.ok, result.summary + "\n" + result.log
-    assert audit_workspace(root) == []
+    assert audit_workspace(root, session.task.vendor_libraries) == []
+
+
+def test_a_gemm_task_links_cublas_and_a_task_without_matrix_products_may_not(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    from cuda_agent_mcp.evaluator.audit import audit_workspace
+
+    fixture = EXAMPLES.parent / "tests" / "fixtures" / "honest" / "matmul_cublas"
+    root = tmp_path / "gemm"
+    shutil.copytree(fixture, root, ignore=shutil.ignore_patterns("*.so", ".cuda-agent*", "__pycache__"))
+    gemm = Session.open(root, cache_dir=shared_build_cache)
+    assert gemm.task.vendor_libraries == ("cublas",)  # the paper's policy, read from torch.matmul
+    result = build(gemm)
+    assert result.ok, result.summary + "\n" + result.log
+    needed = subprocess.run(["readelf", "-d", result.extension_path], capture_output=True, text=True).stdout
+    assert "libcublas" in needed
+    # The same kernel for a task the policy gives no library: refused by the audit, and not linked.
+    elementwise = new_session("relu", tmp_path / "relu", shared_build_cache)
+    shutil.copytree(fixture / "kernels", elementwise.workspace.root / "kernels", dirs_exist_ok=True)
+    findings = audit_workspace(elementwise.workspace.root, elementwise.task.vendor_libraries)
+    assert [f.rule for f in findings] == ["forbidden_library"]
+    unlinked = build(elementwise)
+    assert not unlinked.ok and unlinked.failure == "link_error"
+    assert any("cublas" in d.message.lower() for d in unlinked.diagnostics), unlinked.diagnostics

@@ -13,7 +13,8 @@ def test_an_honest_candidate_passes_every_trial(run_judge) -> None:
     assert isinstance(report.verdict, Passed), report.verdict
     assert report.verdict.trials == 4
     assert report.environment["gpu"] == "cpu" and "process group" in report.environment["worker_isolation"]
-    assert report.distributions == ["task", "shifted", "task", "shifted"]
+    # The reference's sizes are literals, so the hidden-size trial falls back to the task's own inputs.
+    assert report.distributions == ["task", "shifted", "task", "task"]
 
 
 def test_weights_come_from_the_reference_state_dict(run_judge) -> None:
@@ -169,3 +170,73 @@ def test_computing_an_fp32_task_in_half_precision_is_a_precision_downgrade(run_j
     assert report.verdict.reason == "precision_downgrade"
     assert isinstance(run_judge(HONEST, max_error_norm=1e-4).verdict, Passed)
     assert isinstance(run_judge(downgraded).verdict, Passed)  # the check is a policy, off by default here
+
+
+SIZED_REFERENCE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+batch_size = 8
+dim = 64
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+"""
+SIZED_HONEST = """
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clamp_min(0)
+"""
+
+
+def test_an_honest_candidate_passes_at_the_hidden_sizes_too(run_judge) -> None:
+    report = run_judge(SIZED_HONEST, reference=SIZED_REFERENCE)
+    assert isinstance(report.verdict, Passed), report.verdict
+    assert report.distributions == ["task", "shifted", "resized", "task"]
+
+
+@pytest.mark.parametrize(
+    ("body", "verdict_type"),
+    [
+        # Four elements at a time and no tail: exact for 8x64, the last element unwritten at 9x65.
+        (
+            "flat = x.reshape(-1); out = flat.new_zeros(flat.shape); n = flat.numel() // 4 * 4; "
+            "out[:n] = flat[:n].clamp_min(0); return out.view_as(x)",
+            WrongOutput,
+        ),
+        # The visible shape baked in.
+        ("return x.reshape(8, 64).clamp_min(0)", Crashed),
+    ],
+    ids=["no_tail", "fixed_shape"],
+)
+def test_a_candidate_that_bakes_in_the_visible_shape_fails_at_the_hidden_sizes(
+    run_judge, body: str, verdict_type: type
+) -> None:
+    candidate = SIZED_HONEST.replace("return x.clamp_min(0)", body)
+    report = run_judge(candidate, reference=SIZED_REFERENCE)
+    assert isinstance(report.verdict, verdict_type), report.verdict
+    assert report.distributions[-1] == "resized"
+    if isinstance(report.verdict, WrongOutput):
+        assert report.verdict.distribution == "resized" and report.verdict.trial == 2
+
+
+def test_a_reference_that_only_runs_at_its_own_sizes_is_checked_at_those(run_judge) -> None:
+    fixed = SIZED_REFERENCE.replace("return torch.relu(x)", "return torch.relu(x.view(8, 64))")
+    report = run_judge(SIZED_HONEST, reference=fixed)
+    assert isinstance(report.verdict, Passed), report.verdict
+    assert report.distributions == ["task", "shifted", "task", "task"]
+
+
+def test_hidden_sizes_can_be_switched_off_per_job(run_judge) -> None:
+    candidate = SIZED_HONEST.replace("return x.clamp_min(0)", "return x.reshape(8, 64).clamp_min(0)")
+    report = run_judge(candidate, reference=SIZED_REFERENCE, distributions=["task", "shifted"])
+    assert isinstance(report.verdict, Passed), report.verdict

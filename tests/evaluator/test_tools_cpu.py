@@ -67,7 +67,7 @@ def test_verify_builds_then_judges_in_separate_processes(session: Session) -> No
     result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu", trials=3, audit=False)))
     assert isinstance(result.verdict, Passed), result.verdict
     assert result.build_key is not None and result.trials == 3
-    assert result.distributions == ["task", "shifted", "task"]
+    assert result.distributions == ["task", "shifted", "resized"]
 
 
 def test_a_wrong_candidate_gets_a_wrong_output_verdict_and_the_fail_reward(session: Session) -> None:

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from cuda_agent_mcp.results import ContractViolation, Passed, Rejected, WrongOutput
-from tests.redteam.workspaces import RELU_KERNEL, forward, launcher, relu_session, verify
+from cuda_agent_mcp.tasks import load_task_file
+from cuda_agent_mcp.tools import Session
+from tests.redteam.workspaces import HEADER, RELU_KERNEL, forward, launcher, relu_session, verify
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 
@@ -70,3 +72,81 @@ def test_a_tensor_subclass_that_never_materializes_is_caught(
     )
     result = verify(relu_session(tmp_path, shared_build_cache, model_new=lazy))
     assert isinstance(result.verdict, WrongOutput | ContractViolation), result.verdict
+
+
+def test_a_size_baked_in_with_no_bounds_check_fails_at_the_hidden_sizes(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    # Catalog 15: correct at the visible 4096x8192, and only there (the example task's sizes).
+    fixed = RELU_KERNEL.replace("if (i < n) ", "") + launcher(
+        "  const int64_t N = 4096LL * 8192LL;\n  relu_kernel<<<N / 256, 256, 0, stream>>>(x, y, N);"
+    )
+    result = verify(relu_session(tmp_path, shared_build_cache, kernel=fixed))
+    assert isinstance(result.verdict, WrongOutput | ContractViolation), result.verdict
+    assert result.distributions[result.verdict.trial] == "resized"
+
+
+HINGE_ANALYTIC_CU = """
+// The closed form of mean(clamp(1 - p * t, 0)) for p ~ U[0, 1) and t = +-1: 1 - mean(t) / 2.
+__global__ void targets_sum_kernel(const float* t, float* sum, int64_t n) {
+  float local = 0.f;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    local += t[i];
+  atomicAdd(sum, local);
+}
+__global__ void finish_kernel(const float* sum, float* out, int64_t n) { out[0] = 1.f - 0.5f * sum[0] / n; }
+extern "C" void hinge_launcher(const float* targets, float* sum, float* out, int64_t n, cudaStream_t stream) {
+  cudaMemsetAsync(sum, 0, sizeof(float), stream);
+  targets_sum_kernel<<<264, 256, 0, stream>>>(targets, sum, n);
+  finish_kernel<<<1, 1, 0, stream>>>(sum, out, n);
+}
+"""
+HINGE_ANALYTIC_BINDING = """
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/utils/pybind.h>
+#include <torch/types.h>
+
+#include "../binding_registry.h"
+
+extern "C" void hinge_launcher(const float* targets, float* sum, float* out, int64_t n, cudaStream_t stream);
+
+static torch::Tensor hinge_forward(const torch::Tensor& predictions, const torch::Tensor& targets) {
+  TORCH_CHECK(targets.is_cuda() && targets.is_contiguous() && targets.scalar_type() == torch::kFloat32, "targets");
+  torch::Tensor sum = torch::empty({1}, targets.options());
+  torch::Tensor out = torch::empty({}, targets.options());
+  hinge_launcher(targets.data_ptr<float>(), sum.data_ptr<float>(), out.data_ptr<float>(), targets.numel(),
+                 c10::cuda::getCurrentCUDAStream().stream());
+  return out;
+}
+
+static void register_hinge(pybind11::module& m) { m.def("hinge", &hinge_forward, "hinge loss"); }
+
+REGISTER_BINDING(hinge, register_hinge)
+"""
+HINGE_ANALYTIC_MODEL_NEW = """
+import torch.nn as nn
+
+import cuda_extension
+
+
+class ModelNew(nn.Module):
+    def forward(self, predictions, targets):
+        return cuda_extension.hinge(predictions, targets)
+"""
+
+
+def test_the_closed_form_hinge_loss_of_the_task_distribution_fails_on_other_inputs(
+    tmp_path: Path, shared_build_cache: Path, kernelbench: Path
+) -> None:
+    # Catalog 12, KernelBench's own fixture: right in expectation for torch.rand predictions, and never
+    # looks at them; the centred, widened trial makes the clamp bind and the closed form is far off.
+    task = load_task_file(kernelbench / "level1" / "100_HingeLoss.py", task_id="kernelbench/level1/100")
+    session = Session.create(task, tmp_path / "ws", cache_dir=shared_build_cache)
+    kernels = session.workspace.root / "kernels"
+    kernels.mkdir(exist_ok=True)
+    (kernels / "hinge.cu").write_text(HEADER + HINGE_ANALYTIC_CU)
+    (kernels / "hinge_binding.cpp").write_text(HINGE_ANALYTIC_BINDING)
+    (session.workspace.root / "model_new.py").write_text(HINGE_ANALYTIC_MODEL_NEW)
+    result = verify(session)
+    assert isinstance(result.verdict, WrongOutput), result.verdict
+    assert result.verdict.distribution == "shifted"

@@ -69,3 +69,17 @@ def test_a_workspace_share_at_the_limit_passes() -> None:
 def test_an_empty_trace_is_noted_not_judged() -> None:
     found = breakdown([], ["relu_kernel(float const*, float*, long)"])
     assert found.workspace_share is None and found.note and foreign_work(found) is None
+
+
+def test_library_kernels_count_as_the_candidates_only_where_the_task_allows_the_library() -> None:
+    traced = [
+        TracedKernel(
+            name="sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_cublas", calls=1, device_ns=900
+        ),
+        TracedKernel(name="void at::native::elementwise_kernel<128, 4>(int, float)", calls=1, device_ns=100),
+    ]
+    allowed = breakdown(traced, [], ["cublas"])
+    assert [k.origin for k in allowed.kernels] == ["library", "other"]
+    assert allowed.workspace_share == pytest.approx(0.9) and foreign_work(allowed) is None
+    refused = breakdown(traced, [], [])
+    assert refused.workspace_share == 0.0 and foreign_work(refused) is not None

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent_mcp.evaluator.audit import audit_cpp, audit_model_new, audit_workspace
+from cuda_agent_mcp.tasks.vendor import paper_vendor_libraries
 from tests.conftest import EXAMPLES
 
 HONEST = """
@@ -129,3 +130,29 @@ def test_persisting_l2_controls_are_flagged() -> None:
     findings = audit_cpp(source, "kernels/k.cu")
     assert {f.line for f in findings if f.rule == "cache_control"} == {2, 3, 4}
     assert all("persisting-L2" in f.message for f in findings)
+
+
+def test_vendor_library_headers_pass_only_where_the_task_allows_them() -> None:
+    source = "#include <cublas_v2.h>\n#include <cudnn.h>\n#include <cufft.h>\n"
+    refused = {f.message.split(":")[0]: f.rule for f in audit_cpp(source, "k.cu")}
+    assert set(refused.values()) == {"forbidden_library"} and len(refused) == 3
+    allowed = audit_cpp(source, "k.cu", allowed_libraries=("cublas",))
+    assert [f.message.split(":")[0] for f in allowed] == ["#include <cudnn.h>", "#include <cufft.h>"]
+    # cuFFT is in no task's policy; dlopen never passes.
+    everything = audit_cpp(source + 'void* h = dlopen("x", 0);\n', "k.cu", ("cublas", "cudnn"))
+    assert [f.line for f in everything] == [3, 4]
+
+
+@pytest.mark.parametrize(
+    ("problem", "libraries"),
+    [
+        ("level1/1_Square_matrix_multiplication_.py", ("cublas",)),
+        ("level1/19_ReLU.py", ()),
+        ("level1/63_conv_standard_2D__square_input__square_kernel.py", ("cudnn",)),
+        ("level2/12_Gemm_Multiply_LeakyReLU.py", ("cublas",)),
+    ],
+)
+def test_the_papers_policy_gives_cublas_to_matrix_products_and_cudnn_to_convolutions(
+    kernelbench: Path, problem: str, libraries: tuple[str, ...]
+) -> None:
+    assert paper_vendor_libraries((kernelbench / problem).read_text()) == libraries
