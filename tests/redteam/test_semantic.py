@@ -135,12 +135,37 @@ class ModelNew(nn.Module):
 """
 
 
+# KernelBench level1/100_HingeLoss (MIT licence), as published.
+HINGE_LOSS_TASK = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, predictions, targets):
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+
+batch_size = 32768
+input_shape = (32768,)
+dim = 1
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+
+def get_init_inputs():
+    return []
+"""
+
+
 def test_the_closed_form_hinge_loss_of_the_task_distribution_fails_on_other_inputs(
-    tmp_path: Path, shared_build_cache: Path, kernelbench: Path
+    tmp_path: Path, shared_build_cache: Path
 ) -> None:
     # Catalog 12, KernelBench's own fixture: right in expectation for torch.rand predictions, and never
     # looks at them; the centred, widened trial makes the clamp bind and the closed form is far off.
-    task = load_task_file(kernelbench / "level1" / "100_HingeLoss.py", task_id="kernelbench/level1/100")
+    (tmp_path / "100_HingeLoss.py").write_text(HINGE_LOSS_TASK)
+    task = load_task_file(tmp_path / "100_HingeLoss.py", task_id="kernelbench/level1/100")
     session = Session.create(task, tmp_path / "ws", cache_dir=shared_build_cache)
     kernels = session.workspace.root / "kernels"
     kernels.mkdir(exist_ok=True)
