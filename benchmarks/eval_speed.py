@@ -67,7 +67,9 @@ async def run(edits: int, repeats: int) -> dict[str, object]:
         checked = await verify_kernels(session)
         timed_result = await profile_kernels(session)
         round_trips.append(time.perf_counter() - started)
-        assert built.ok and isinstance(checked.verdict, Passed) and isinstance(timed_result.verdict, Passed)
+        assert built.ok, built.summary
+        assert isinstance(checked.verdict, Passed), checked.verdict
+        assert isinstance(timed_result.verdict, Passed), timed_result.verdict
     kernel.write_text(original)
 
     speedups, cvs = [], []

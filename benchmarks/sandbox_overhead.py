@@ -100,9 +100,9 @@ async def run(repeats: int) -> dict[str, object]:
         started = time.perf_counter()
         verified = await verify_kernels(session)
         verify_s.append(time.perf_counter() - started)
-        assert isinstance(verified.verdict, Passed)
+        assert isinstance(verified.verdict, Passed), (verified.verdict, verified.distributions)
         profiled = await profile_kernels(session)
-        assert isinstance(profiled.verdict, Passed) and profiled.candidate is not None
+        assert isinstance(profiled.verdict, Passed) and profiled.candidate is not None, profiled.verdict
         kernel_ms.append(profiled.candidate.median_ms)
 
     # The same work in this process: the reference, the built extension and ModelNew imported here.
