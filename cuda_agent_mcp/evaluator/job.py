@@ -102,3 +102,8 @@ class JudgeReport(BaseModel):
         default_factory=dict, description="GPU, driver, CUDA and torch the judge used"
     )
     infra_error: str | None = Field(None, description="set when the judge itself failed; never scored")
+    held_gpu_bytes: int = Field(
+        0,
+        description="GPU memory the judge server still held after the job and its cache was emptied: "
+        "buffers it shared with a worker that never unmapped them (see ReleaseRequest.inputs)",
+    )

@@ -30,6 +30,10 @@ from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, ServerReady
 from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, encode
 
+# A server still holding this much GPU memory after a job (a worker kept the judge's buffers mapped until
+# it was killed) is retired instead of kept idle: the memory is only given back when the server exits.
+RETIRE_HELD_GPU_BYTES = 1 << 30
+
 _HEADER_BYTES = 4
 _Key = tuple[tuple[str, str], ...]
 LOG_TAIL_BYTES = 3000
@@ -185,6 +189,7 @@ class JudgePool:
         self._starting: dict[_Key, Future[JudgeServer]] = {}
         self._lock = threading.Lock()
         self.started = 0
+        self.retired = 0  # servers closed because a worker left GPU memory mapped in them
 
     def prewarm(self, env: Mapping[str, str]) -> bool:
         """Start a server for `env` in the background unless one is idle or starting already (a build
@@ -274,7 +279,9 @@ class JudgePool:
         with self._lock:
             idle = self._idle.setdefault(key, [])
             keep = min(max(self.max_idle_per_key, self._peak_busy[key]), self.max_idle_cap)
-            if len(idle) < keep:
+            if report.held_gpu_bytes > RETIRE_HELD_GPU_BYTES:
+                self.retired += 1
+            elif len(idle) < keep:
                 idle.append(server)
                 server = None
         if server is not None:

@@ -71,6 +71,12 @@ class ReleaseRequest(_Message):
     """The judge has copied the previous outputs: the worker may free them."""
 
     op: Literal["release"] = "release"
+    inputs: bool = Field(
+        False,
+        description="also unmap the judge's input buffers: the evaluation is over. Memory the judge shared "
+        "stays allocated in the judge until every process that mapped it has unmapped it, and a killed "
+        "worker never does",
+    )
 
 
 Request = Annotated[LoadRequest | CallRequest | ReleaseRequest, Field(discriminator="op")]

@@ -67,9 +67,11 @@ def main() -> None:
                 job = EvalJob.model_validate_json(read_frame_body(0))
             except EOFError:
                 return
-            write_frame(reply_fd, _run_one(run_job, job, scratch, env, workers))
+            report = _run_one(run_job, job, scratch, env, workers)
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()  # the next job's inputs may need all of it
+                report = report.model_copy(update={"held_gpu_bytes": torch.cuda.memory_allocated()})
+            write_frame(reply_fd, report)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

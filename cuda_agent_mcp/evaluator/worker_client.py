@@ -30,7 +30,14 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, ForkSetup, FrameError, parse_reply, write_frame
+from cuda_agent_mcp.evaluator.protocol import (
+    MAX_FRAME_BYTES,
+    ForkSetup,
+    FrameError,
+    ReleaseRequest,
+    parse_reply,
+    write_frame,
+)
 from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_shm_files
 from cuda_agent_mcp.executors.cgroup import PidsCgroup, pids_cgroup_root
 from cuda_agent_mcp.executors.local import child_python_path
@@ -40,6 +47,7 @@ LOG_TAIL_BYTES = 4000
 # Processes (threads count too, in cgroup v1) one worker tree may hold: torch's thread pools and a
 # torch.compile baseline's compile workers fit; a fork bomb stops here.
 MAX_WORKER_PIDS = 1024
+RELEASE_TIMEOUT_S = 2.0  # an honest worker unmaps in milliseconds
 _HEADER_BYTES = 4
 
 
@@ -180,6 +188,11 @@ class WorkerProcess:
         return self.process.poll() is None
 
     def close(self) -> None:
+        """Kill the worker and remove what it left. A worker still alive is first asked to unmap the
+        judge's buffers (see ReleaseRequest.inputs); one that does not answer at once is killed anyway."""
+        if self.alive:
+            with contextlib.suppress(WorkerLost, OSError, ValueError):
+                self.request(ReleaseRequest(inputs=True), timeout_s=RELEASE_TIMEOUT_S)
         _live_workers.discard(self)
         for fd in (self._request_write, self._reply_read):
             with contextlib.suppress(OSError):

@@ -54,7 +54,7 @@ def serve(request_fd: int, reply_fd: int) -> None:
                 with paused_garbage_collection() if request.timed else contextlib.nullcontext():
                     write_frame(reply_fd, runner.call(request))
             else:
-                runner.release()
+                runner.release(inputs=request.inputs)
                 write_frame(reply_fd, Released())
         except Exception as exc:
             cuda = is_cuda_error(exc)

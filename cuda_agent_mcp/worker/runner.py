@@ -150,10 +150,12 @@ class Runner:
             kernels=traced,
         )
 
-    def release(self) -> None:
+    def release(self, inputs: bool = False) -> None:
         for ref in self.kept_refs:
             release_shm(ref)
         self.kept, self.kept_refs = [], []
+        if inputs:
+            self.last_inputs, self.last_input_refs = [], []
 
     def _prepare_flush(self) -> None:
         if self.device.type == "cuda":

@@ -18,7 +18,7 @@ from cuda_agent_mcp.tools import (
     evaluate_kernels,
 )
 from tests.conftest import EXAMPLES
-from tests.redteam.workspaces import RELU_KERNEL, launcher, profile, relu_session, verify
+from tests.redteam.workspaces import RELU_KERNEL, forward, launcher, profile, relu_session, verify
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 
@@ -147,3 +147,30 @@ def test_a_kernel_honest_only_while_checked_fails_on_the_rechecked_timed_outputs
     assert isinstance(result.verdict, WrongOutput | ContractViolation), result.verdict
     if isinstance(result.verdict, WrongOutput):
         assert result.verdict.phase == "timed"
+
+
+def test_the_judge_gets_back_the_memory_it_shared_and_is_replaced_when_a_worker_keeps_it(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    # Each verify shares three sets of 128 MiB input buffers with its worker (the task's sizes, then the
+    # hidden sizes, then the task's again). An honest worker unmaps them before it is killed; otherwise
+    # the judge server would keep them for good (about 400 MiB a verify, found as an out-of-memory crash
+    # after six verifies of the 6.4 GB KernelBench ReLU).
+    honest = relu_session(tmp_path / "honest", shared_build_cache)
+    retired = honest.judges.retired
+    for _ in range(4):
+        assert isinstance(verify(honest).verdict, Passed)
+    assert honest.judges.retired == retired
+    # A candidate that holds on to every input it is given keeps the mappings alive until it is killed:
+    # the server that shared them is retired once it holds more than 1 GiB, and the next job gets a new one.
+    hoarding = relu_session(
+        tmp_path / "hoarding",
+        shared_build_cache,
+        model_new=forward(
+            "        SEEN.append(x)\n        return cuda_extension.relu(x)", prelude="SEEN = []"
+        ),
+    )
+    for _ in range(4):
+        assert isinstance(verify(hoarding).verdict, Passed)
+    assert hoarding.judges.retired > retired
+    assert isinstance(verify(honest).verdict, Passed)
