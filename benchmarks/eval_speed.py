@@ -113,6 +113,7 @@ async def run(edits: int, repeats: int) -> dict[str, object]:
             "repeat_deviation": 0.02,
         },
         "reference_cuda_agent_workspace_s": {"build": 26, "verify": 80, "profile": 40, "round_trip": 146},
+        "judge_servers": {"started": session.judges.started, "retired": session.judges.retired},
     }
 
 

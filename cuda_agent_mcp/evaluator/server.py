@@ -15,6 +15,7 @@ client's to kill, with the whole server.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
@@ -69,6 +70,7 @@ def main() -> None:
                 return
             report = _run_one(run_job, job, scratch, env, workers)
             if torch.cuda.is_available():
+                gc.collect()  # the job's tensors may sit in reference cycles (tracebacks, the judge's own)
                 torch.cuda.empty_cache()  # the next job's inputs may need all of it
                 report = report.model_copy(update={"held_gpu_bytes": torch.cuda.memory_allocated()})
             write_frame(reply_fd, report)
