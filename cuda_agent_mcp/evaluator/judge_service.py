@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import os
 import select
 import signal
@@ -33,6 +34,8 @@ from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, encode
 # A server still holding this much GPU memory after a job (a worker kept the judge's buffers mapped until
 # it was killed) is retired instead of kept idle: the memory is only given back when the server exits.
 RETIRE_HELD_GPU_BYTES = 1 << 30
+
+_log = logging.getLogger(__name__)
 
 _HEADER_BYTES = 4
 _Key = tuple[tuple[str, str], ...]
@@ -281,6 +284,11 @@ class JudgePool:
             keep = min(max(self.max_idle_per_key, self._peak_busy[key]), self.max_idle_cap)
             if report.held_gpu_bytes > RETIRE_HELD_GPU_BYTES:
                 self.retired += 1
+                _log.warning(
+                    "retiring a judge server that still holds %.2f GiB of GPU memory after a %s job",
+                    report.held_gpu_bytes / 2**30,
+                    job.mode,
+                )
             elif len(idle) < keep:
                 idle.append(server)
                 server = None
