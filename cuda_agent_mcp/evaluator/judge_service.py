@@ -294,6 +294,8 @@ class JudgePool:
                 server = None
         if server is not None:
             server.close()
+            if report.held_gpu_bytes > RETIRE_HELD_GPU_BYTES:
+                self.prewarm(env)  # its replacement starts now, not when the next job arrives
         return report, startup_s
 
     def close(self) -> None:
