@@ -29,6 +29,9 @@ class TaskList(_Model):
 class TaskDetails(_Model):
     task: Task
     probe: ProbeReport | None = Field(None, description="what the entry points returned, on the meta device")
+    vendor_libraries: tuple[str, ...] = Field(
+        (), description="vendor libraries a candidate may call for this task (cublas, cudnn), by its policy"
+    )
 
 
 class WorkspaceInfo(_Model):
@@ -50,7 +53,7 @@ async def show_task(catalog: TaskCatalog, task_id: str, *, inspect: bool = True)
     """One task with its code; with `inspect`, also run its entry points (in a child process, on meta)."""
     task = catalog.get(task_id)
     probe = await probe_task(task) if inspect else None
-    return TaskDetails(task=task, probe=probe)
+    return TaskDetails(task=task, probe=probe, vendor_libraries=task.vendor_libraries)
 
 
 async def new_workspace(

@@ -215,3 +215,12 @@ def test_an_ncu_detail_pass_on_the_cpu_path_says_why_it_did_not_run(session: Ses
     assert isinstance(result.verdict, Passed)
     assert result.ncu is not None and result.ncu.kernels == []
     assert "device='cuda'" in result.ncu.note
+
+
+def test_a_task_policy_can_switch_the_hidden_size_trial_off(session: Session) -> None:
+    _candidate(session)
+    policy = session.task.policy.model_copy(update={"hidden_sizes": False})
+    session.task = session.task.model_copy(update={"policy": policy})
+    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu", trials=3, audit=False)))
+    assert isinstance(result.verdict, Passed), result.verdict
+    assert result.distributions == ["task", "shifted", "task"]

@@ -156,3 +156,12 @@ def test_the_papers_policy_gives_cublas_to_matrix_products_and_cudnn_to_convolut
     kernelbench: Path, problem: str, libraries: tuple[str, ...]
 ) -> None:
     assert paper_vendor_libraries((kernelbench / problem).read_text()) == libraries
+
+
+def test_a_tasks_own_policy_overrides_the_papers() -> None:
+    from cuda_agent_mcp.tasks import load_task_file
+
+    gemm = load_task_file(EXAMPLES.parent / "tests" / "fixtures" / "honest" / "matmul_cublas" / "model.py")
+    assert gemm.vendor_libraries == ("cublas",)
+    none = gemm.policy.model_copy(update={"vendor_libraries": ()})
+    assert gemm.model_copy(update={"policy": none}).vendor_libraries == ()
