@@ -28,7 +28,14 @@ from cuda_agent_mcp.build.diagnostics import (
     parse_ptxas_resources,
     parse_unresolved_symbols,
 )
-from cuda_agent_mcp.build.flags import BuildFlags, cxx_command, fingerprint, link_command, nvcc_command
+from cuda_agent_mcp.build.flags import (
+    BuildFlags,
+    cxx_command,
+    fingerprint,
+    link_command,
+    nvcc_command,
+    vendor_library_files,
+)
 from cuda_agent_mcp.build.toolchain import Toolchain
 from cuda_agent_mcp.executors import Executor, ProcessLimits, ProcessResult
 from cuda_agent_mcp.results import BuildFailure, BuildResult, Diagnostic, FileBuild, KernelResources
@@ -370,7 +377,9 @@ class Builder:
         objects = [str(self.cache.object_path(u.key)) for u in units]
         output = staging / f"{EXTENSION_NAME}.so"
         argv = link_command(self.toolchain, objects, str(output), flags.vendor_libraries)
-        library_dirs = [Path(arg[2:]) for arg in argv if arg.startswith("-L")]
+        library_dirs = [
+            found.parent for _, found in vendor_library_files(self.toolchain, flags.vendor_libraries) if found
+        ]
         result = await self.executor.run(
             argv,
             cwd=staging,

@@ -72,18 +72,23 @@ def link_command(
     cmd = [tc.cxx, "-shared", *objects, "-o", output]
     cmd += [f"-L{d}" for d in tc.library_dirs]
     cmd += [f"-l{lib}" for lib in tc.libraries]
-    for library in vendor_libraries:
-        for name in _VENDOR_SONAMES[library]:
-            found = vendor_library_file(tc, name)
-            if found is None:  # the linker then names the library it could not find
-                cmd.append(f"-l{name}")
-            else:
-                cmd += [f"-L{found.parent}", f"-l:{found.name}", f"-Wl,-rpath,{found.parent}"]
+    for name, found in vendor_library_files(tc, vendor_libraries):
+        if found is None:  # the linker then names the library it could not find
+            cmd.append(f"-l{name}")
+        else:
+            cmd += [f"-L{found.parent}", f"-l:{found.name}", f"-Wl,-rpath,{found.parent}"]
     cmd += [f"-Wl,-rpath,{tc.torch_dir / 'lib'}", "-Wl,--no-undefined", "-Wl,--warn-unresolved-symbols"]
     return cmd
 
 
 _VENDOR_SONAMES = {"cublas": ("cublas", "cublasLt"), "cudnn": ("cudnn",)}
+
+
+def vendor_library_files(tc: Toolchain, libraries: tuple[str, ...]) -> list[tuple[str, Path | None]]:
+    """Each library's link names (cublas: cublas and cublasLt) with the file the link will use."""
+    return [
+        (name, vendor_library_file(tc, name)) for library in libraries for name in _VENDOR_SONAMES[library]
+    ]
 
 
 def vendor_library_file(tc: Toolchain, name: str) -> Path | None:

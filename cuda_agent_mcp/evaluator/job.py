@@ -8,6 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.results import KernelBreakdown, TimingStats, Verdict
 
+Distribution = Literal["task", "shifted", "resized"]
+DISTRIBUTIONS: tuple[Distribution, ...] = ("task", "shifted", "resized")
+
+# A judge server still holding this much GPU memory after a job (a worker kept the judge's buffers mapped
+# until it was killed) is retired instead of kept idle: the memory only comes back when the server exits.
+RETIRE_HELD_GPU_BYTES = 1 << 30
+
 
 class TimingPolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -45,10 +52,10 @@ class EvalJob(BaseModel):
     device: str = "cuda"
     seeds: list[int] = Field(min_length=1)
     init_seed: int
-    distributions: list[Literal["task", "shifted", "resized"]] = Field(
-        ["task", "shifted", "resized"],
+    distributions: list[Distribution] = Field(
+        list(DISTRIBUTIONS),
         description="per trial, in turn: the task's own inputs; centred and widened floats; the task's "
-        "distribution at smaller odd sizes (evaluator/sizes.py)",
+        "distribution at larger odd sizes (evaluator/sizes.py)",
     )
     atol: float
     rtol: float

@@ -13,6 +13,7 @@ import secrets
 import statistics
 import time
 from collections import Counter
+from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -33,7 +34,7 @@ from cuda_agent_mcp.evaluator.protocol import (
     ReleaseRequest,
 )
 from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
-from cuda_agent_mcp.evaluator.sizes import hidden_sizes, resized
+from cuda_agent_mcp.evaluator.sizes import Size, resized, size_globals
 from cuda_agent_mcp.evaluator.timing import (
     disagreement,
     median_rse,
@@ -93,13 +94,18 @@ class Judge:
                 self.init_args = list(self.reference.get_init_inputs())
                 self.model = self.reference.Model(*self.init_args).to(self.device).eval()
             self.state = {k: v.detach().contiguous() for k, v in self.model.state_dict().items()}
-        self.hidden_sizes = hidden_sizes(self.reference)
         self.distributions_used: list[str] = []
         self._persistent: dict[int, tuple[torch.Tensor, TensorRef]] = {}
         self._buffers: list[Any] = []
         self._harness_excess: dict[WorkerProcess, float] = {}
 
     # -- inputs and reference ------------------------------------------------------------------
+
+    @cached_property
+    def hidden_sizes(self) -> dict[str, Size]:
+        """The reference's size globals for the resized trial (evaluator/sizes.py); worked out on first
+        use, so profile and baseline jobs never pay for it."""
+        return size_globals(self.reference)
 
     def make_inputs(self, seed: int, distribution: str) -> list[Any]:
         with self.clock.phase("inputs"):

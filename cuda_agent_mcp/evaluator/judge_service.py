@@ -28,12 +28,8 @@ from pathlib import Path
 import anyio
 
 from cuda_agent_mcp.errors import InfraError
-from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, ServerReady
+from cuda_agent_mcp.evaluator.job import RETIRE_HELD_GPU_BYTES, EvalJob, JudgeReport, ServerReady
 from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, encode
-
-# A server still holding this much GPU memory after a job (a worker kept the judge's buffers mapped until
-# it was killed) is retired instead of kept idle: the memory is only given back when the server exits.
-RETIRE_HELD_GPU_BYTES = 1 << 30
 
 _log = logging.getLogger(__name__)
 
@@ -279,23 +275,23 @@ class JudgePool:
         if not call.detach():
             server.kill()
             raise JudgeUnavailable("the job was cancelled")
+        retire = report.held_gpu_bytes > RETIRE_HELD_GPU_BYTES
         with self._lock:
             idle = self._idle.setdefault(key, [])
             keep = min(max(self.max_idle_per_key, self._peak_busy[key]), self.max_idle_cap)
-            if report.held_gpu_bytes > RETIRE_HELD_GPU_BYTES:
-                self.retired += 1
-                _log.warning(
-                    "retiring a judge server that still holds %.2f GiB of GPU memory after a %s job",
-                    report.held_gpu_bytes / 2**30,
-                    job.mode,
-                )
-            elif len(idle) < keep:
+            if not retire and len(idle) < keep:
                 idle.append(server)
                 server = None
         if server is not None:
             server.close()
-            if report.held_gpu_bytes > RETIRE_HELD_GPU_BYTES:
-                self.prewarm(env)  # its replacement starts now, not when the next job arrives
+        if retire:
+            self.retired += 1
+            _log.warning(
+                "retiring a judge server that still holds %.2f GiB of GPU memory after a %s job",
+                report.held_gpu_bytes / 2**30,
+                job.mode,
+            )
+            self.prewarm(env)  # its replacement starts now, not when the next job arrives
         return report, startup_s
 
     def close(self) -> None:

@@ -26,7 +26,7 @@ import time
 import traceback
 from pathlib import Path
 
-from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, ServerReady
+from cuda_agent_mcp.evaluator.job import RETIRE_HELD_GPU_BYTES, EvalJob, JudgeReport, ServerReady
 from cuda_agent_mcp.evaluator.protocol import read_frame_body, write_frame
 from cuda_agent_mcp.evaluator.worker_client import WorkerPool, start_fork_server
 from cuda_agent_mcp.results import Crashed
@@ -70,8 +70,12 @@ def main() -> None:
                 return
             report = _run_one(run_job, job, scratch, env, workers)
             if torch.cuda.is_available():
-                gc.collect()  # the job's tensors may sit in reference cycles (tracebacks, the judge's own)
                 torch.cuda.empty_cache()  # the next job's inputs may need all of it
+                if torch.cuda.memory_allocated() > RETIRE_HELD_GPU_BYTES:
+                    # Before asking to be retired: the job's tensors may only sit in reference cycles
+                    # (tracebacks, the judge's own). Collected only then, off the common path.
+                    gc.collect()
+                    torch.cuda.empty_cache()
                 report = report.model_copy(update={"held_gpu_bytes": torch.cuda.memory_allocated()})
             write_frame(reply_fd, report)
     finally:

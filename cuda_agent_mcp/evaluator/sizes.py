@@ -63,7 +63,7 @@ def input_dims(reference: ModuleType) -> set[int]:
     return {int(d) for x in inputs if isinstance(x, torch.Tensor) for d in x.shape}
 
 
-def hidden_sizes(reference: ModuleType) -> dict[str, Size]:
+def size_globals(reference: ModuleType) -> dict[str, Size]:
     """The module globals to change, with their new values; empty when the task has none."""
     get_inputs = getattr(reference, "get_inputs", None)
     if not inspect.isfunction(get_inputs):

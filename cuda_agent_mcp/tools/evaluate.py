@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cuda_agent_mcp.build import BuildProgress, ProgressCallback
 from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluator.audit import audit_workspace
-from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
+from cuda_agent_mcp.evaluator.job import DISTRIBUTIONS, EvalJob, JudgeReport, Timeouts, TimingPolicy
 from cuda_agent_mcp.evaluator.judge_service import JudgeUnavailable
 from cuda_agent_mcp.evaluator.reward import RewardSchedule, reward
 from cuda_agent_mcp.executors.health import probe_gpu
@@ -362,9 +362,7 @@ async def run_judge(
             device=device,
             seeds=seeds,
             init_seed=session.draw_seed(),
-            distributions=["task", "shifted", "resized"]
-            if session.task.policy.hidden_sizes
-            else ["task", "shifted"],
+            distributions=[d for d in DISTRIBUTIONS if d != "resized" or session.task.policy.hidden_sizes],
             atol=atol,
             rtol=rtol,
             baselines=baselines,

@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from cuda_agent_mcp.evaluator.sizes import hidden_sizes, resized
+from cuda_agent_mcp.evaluator.sizes import resized, size_globals
 
 
 def _module(tmp_path: Path, source: str) -> ModuleType:
@@ -60,12 +60,12 @@ def test_only_input_dimensions_that_neither_the_weights_nor_the_model_read_grow_
     module = _module(tmp_path, SOURCE)
     # features sizes the weights, offset is read by forward, flag and scale are not integer sizes,
     # vocab only bounds the indices (into a table whose size get_init_inputs fixes).
-    assert hidden_sizes(module) == {"batch_size": 4097, "shape": (129, 9)}
+    assert size_globals(module) == {"batch_size": 4097, "shape": (129, 9)}
 
 
 def test_the_globals_are_restored_after_the_resized_call(tmp_path: Path) -> None:
     module = _module(tmp_path, SOURCE)
-    with resized(module, hidden_sizes(module)):
+    with resized(module, size_globals(module)):
         inputs = module.get_inputs()
     assert inputs[0].shape == (4097, 64) and inputs[1].shape == (129, 9)
     assert module.batch_size == 4096 and module.shape == (128, 7)
@@ -76,12 +76,12 @@ def test_the_globals_are_restored_after_the_resized_call(tmp_path: Path) -> None
 
 def test_literal_sizes_give_nothing_to_change(tmp_path: Path) -> None:
     module = _module(tmp_path, "import torch\ndef get_inputs():\n    return [torch.rand(8, 8)]\n")
-    assert hidden_sizes(module) == {}
+    assert size_globals(module) == {}
 
 
-def test_kernelbench_tasks_get_hidden_sizes(tmp_path: Path, kernelbench: Path) -> None:
+def test_kernelbench_tasks_get_size_globals(tmp_path: Path, kernelbench: Path) -> None:
     hinge = _module(tmp_path, (kernelbench / "level1" / "100_HingeLoss.py").read_text())
-    assert hidden_sizes(hinge) == {"batch_size": 32769, "input_shape": (32769,)}
+    assert size_globals(hinge) == {"batch_size": 32769, "input_shape": (32769,)}
     conv = _module(tmp_path, (kernelbench / "level2" / "100_ConvTranspose3d_Clamp_Min_Divide.py").read_text())
     # in_channels also sizes the convolution's weights, so it stays.
-    assert hidden_sizes(conv) == {"batch_size": 17, "depth": 25, "height": 49, "width": 49}
+    assert size_globals(conv) == {"batch_size": 17, "depth": 25, "height": 49, "width": 49}
