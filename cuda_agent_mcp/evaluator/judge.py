@@ -1,7 +1,7 @@
 """The trusted side of an evaluation: inputs, reference outputs, comparisons, clocks and verdicts.
 
 Runs in its own process (see __main__). It imports the pristine reference, never the candidate: the
-candidate runs in a WorkerProcess and only tensors cross, through `transport`.
+candidate runs in a Worker and only tensors cross, through `transport`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from cuda_agent_mcp.evaluator.timing import (
     systematic_excess,
 )
 from cuda_agent_mcp.evaluator.transport import TransportError, open_ref, share
-from cuda_agent_mcp.evaluator.worker_client import WorkerLost, WorkerPool, WorkerProcess
+from cuda_agent_mcp.evaluator.worker_client import ForkedWorkerPool, Worker, WorkerLost, WorkerPool
 from cuda_agent_mcp.results import (
     AuditFinding,
     ContractViolation,
@@ -81,7 +81,7 @@ class Judge:
         self.scratch = scratch
         self.env = env
         # Workers are forked on demand (see worker_client.py); a caller may pass its own pool.
-        self.workers = workers or WorkerPool(scratch, env)
+        self.workers = workers or ForkedWorkerPool(scratch, env)
         self.device = torch.device(job.device)
         self.clock = PhaseClock()
         # References in true fp32: cuDNN would otherwise use TF32 for convolutions by default.
@@ -97,7 +97,7 @@ class Judge:
         self.distributions_used: list[str] = []
         self._persistent: dict[int, tuple[torch.Tensor, TensorRef]] = {}
         self._buffers: list[Any] = []
-        self._harness_excess: dict[WorkerProcess, float] = {}
+        self._harness_excess: dict[Worker, float] = {}
 
     # -- inputs and reference ------------------------------------------------------------------
 
@@ -174,11 +174,12 @@ class Judge:
         *,
         compile_model: bool = False,
         for_timing: bool = False,
-    ) -> WorkerProcess:
+    ) -> Worker:
         """Load a model into a fresh worker (forked: its interpreter and torch import are paid). A worker
         that fails to load is closed here: the caller never gets it. A worker `for_timing` first
         calibrates the harness's own cost (see `calibrate`)."""
-        worker = self.workers.take()
+        with self.clock.phase("worker_start"):
+            worker = self.workers.take()
         try:
             if for_timing:
                 self._harness_excess[worker] = self.calibrate(worker, self.job.timeouts.call_s)
@@ -188,8 +189,11 @@ class Judge:
             raise
 
     def _load(
-        self, worker: WorkerProcess, directory: Path, module: str, class_name: str, compile_model: bool
-    ) -> WorkerProcess:
+        self, worker: Worker, directory: Path, module: str, class_name: str, compile_model: bool
+    ) -> Worker:
+        # Whatever is loaded from the candidate's directory runs in the filesystem view.
+        confine = Path(directory) == Path(self.job.candidate_dir)
+        directory = worker.stage(directory)
         state = {k: share(v) for k, v in self.state.items()}
         request = LoadRequest(
             directory=str(directory),
@@ -199,8 +203,7 @@ class Judge:
             state_dict=state,
             compile_model=compile_model,
             device=self.job.device,
-            # Whatever is loaded from the candidate's directory runs in the filesystem view.
-            confine_filesystem=Path(directory) == Path(self.job.candidate_dir),
+            confine_filesystem=confine,
         )
         try:
             with self.clock.phase("worker_load"):
@@ -216,7 +219,7 @@ class Judge:
 
     def call(
         self,
-        worker: WorkerProcess,
+        worker: Worker,
         inputs: list[Any],
         *,
         timed: bool,
@@ -278,13 +281,13 @@ class Judge:
             self._persistent[key] = (tensor, share(tensor))
         return self._persistent[key][1]
 
-    def _round_trip_ms(self, worker: WorkerProcess, timeout_s: float) -> float:
+    def _round_trip_ms(self, worker: Worker, timeout_s: float) -> float:
         """The judge's clock around a request that does nothing (a release): the protocol's own cost."""
         started = time.perf_counter()
         self._ask(worker, ReleaseRequest(), "call", timeout_s)
         return (time.perf_counter() - started) * 1e3
 
-    def _ask(self, worker: WorkerProcess, request: Any, phase: str, timeout_s: float) -> Any:
+    def _ask(self, worker: Worker, request: Any, phase: str, timeout_s: float) -> Any:
         try:
             reply = worker.request(request, timeout_s=timeout_s)
         except WorkerLost as lost:
@@ -321,7 +324,7 @@ class Judge:
             return self.trial_inputs(seed, "task")
         return distribution, inputs, structure, expected
 
-    def verify(self, worker: WorkerProcess) -> Verdict:
+    def verify(self, worker: Worker) -> Verdict:
         worst_abs = worst_rel = 0.0
         for trial, seed in enumerate(self.job.seeds):
             distribution, inputs, structure, expected = self.trial_inputs(
@@ -399,7 +402,7 @@ class Judge:
 
     # -- profile ---------------------------------------------------------------------------------
 
-    def calibrate(self, worker: WorkerProcess, timeout_s: float) -> float:
+    def calibrate(self, worker: Worker, timeout_s: float) -> float:
         """How far the judge's clock runs beyond the worker's wall clock and the round trip when no
         candidate code is in the worker (timed calls of its built-in echo model, before loading): the
         harness's own cost, which the clock rules then allow for. Without it, honest kernels and the
@@ -423,7 +426,7 @@ class Judge:
                 excess.append(judge_ms - reply.wall_ms - ping_ms)
         return min(max(statistics.median(excess), 0.0), MAX_HARNESS_EXCESS_MS) if excess else 0.0
 
-    def trace_kernels(self, worker: WorkerProcess, timeout_s: float) -> KernelBreakdown:
+    def trace_kernels(self, worker: Worker, timeout_s: float) -> KernelBreakdown:
         """One call on fresh inputs under the profiler (after the timed calls, so it disturbs none);
         its outputs are checked like any other call's."""
         inputs = self.staged(self.make_inputs(secrets.randbits(62), "task"))
@@ -447,16 +450,14 @@ class Judge:
             raise VerdictReached(_verdict_for(problem, "timed", 0, "task"))
         return breakdown(reply.kernels, self.job.workspace_kernels, self.job.vendor_libraries)
 
-    def time_worker(self, worker: WorkerProcess, timeout_s: float) -> tuple[TimingStats, int]:
+    def time_worker(self, worker: Worker, timeout_s: float) -> tuple[TimingStats, int]:
         """Time fresh-input calls until the median is stable or the budget ends; every output is checked.
         The judge's garbage collector is paused meanwhile: a collection inside the judge's clock would
         look like hidden work of the candidate's."""
         with paused_garbage_collection():
             return self._time_worker(worker, timeout_s, self._harness_excess.get(worker, 0.0))
 
-    def _time_worker(
-        self, worker: WorkerProcess, timeout_s: float, harness_ms: float
-    ) -> tuple[TimingStats, int]:
+    def _time_worker(self, worker: Worker, timeout_s: float, harness_ms: float) -> tuple[TimingStats, int]:
         policy = self.job.timing
         samples: list[float] = []
         disagreements = 0

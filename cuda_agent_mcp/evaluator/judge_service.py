@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
@@ -34,6 +35,9 @@ from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, encode
 _log = logging.getLogger(__name__)
 
 _HEADER_BYTES = 4
+# Where a judge server's workers run: forked from its fork server, or each in a container.
+WORKERS_ENV = "CUDA_AGENT_WORKERS"
+WorkerBackend = Literal["fork", "docker"]
 _Key = tuple[tuple[str, str], ...]
 LOG_TAIL_BYTES = 3000
 
@@ -49,6 +53,7 @@ class JudgeServer:
 
     def __init__(self, env: Mapping[str, str], log_path: Path, *, start_timeout_s: float = 180.0) -> None:
         self.log_path = log_path
+        self.worker_backend = env.get(WORKERS_ENV, "fork")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with log_path.open("ab") as log:
@@ -115,10 +120,15 @@ class JudgeServer:
         return self.process.poll() is None
 
     def kill(self) -> None:
-        """SIGKILL the server's whole session; its workers die with it (parent-death signal)."""
+        """SIGKILL the server's whole session; its forked workers die with it (parent-death signal), its
+        worker containers are removed here."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+        if self.worker_backend == "docker":
+            from cuda_agent_mcp.evaluator.container_worker import remove_workers_of
+
+            remove_workers_of(self.process.pid)
 
     def close(self) -> None:
         """Ask an idle server to finish (EOF), then make sure."""

@@ -11,8 +11,22 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SHM_DIR = Path("/dev/shm")
 SHM_TAG_ENV = "CUDA_AGENT_SHM_TAG"
+# Where shared-memory files live: /dev/shm, or a directory private to one judge and its containers
+# (container workers have their own /dev/shm; see container_worker.py).
+SHM_DIR_ENV = "CUDA_AGENT_SHM_DIR"
+HOST_SHM = Path("/dev/shm")
+
+
+def shm_dir() -> Path:
+    return Path(os.environ.get(SHM_DIR_ENV) or HOST_SHM)
+
+
+def shm_file_mode() -> int | None:
+    """The mode a new shared-memory file is given, None to keep the creator's 0600. In a judge's private
+    directory the directory restricts who may enter, and the worker in a container may run under another
+    uid than the judge: there both must read and write each other's files."""
+    return None if shm_dir() == HOST_SHM else 0o666
 
 
 def shm_tag() -> str:
@@ -26,7 +40,7 @@ def shm_tag() -> str:
 
 
 def remove_shm_files(tag: str) -> None:
-    for path in SHM_DIR.glob(f"cuda-agent-{tag}-*"):
+    for path in shm_dir().glob(f"cuda-agent-{tag}-*"):
         path.unlink(missing_ok=True)
 
 
@@ -68,4 +82,4 @@ def release_shm(ref: TensorRef) -> None:
     """Delete the shared-memory file behind a CPU TensorRef (a no-op for CUDA)."""
     if isinstance(ref.payload, ShmPayload):
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(SHM_DIR / ref.payload.name)
+            os.unlink(shm_dir() / ref.payload.name)

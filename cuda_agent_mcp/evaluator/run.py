@@ -12,7 +12,7 @@ from cuda_agent_mcp.evaluator.judge import Judge, VerdictReached
 from cuda_agent_mcp.evaluator.kernels import foreign_work
 from cuda_agent_mcp.evaluator.refs import remove_shm_files, shm_tag
 from cuda_agent_mcp.evaluator.timing import physical_floor_ms
-from cuda_agent_mcp.evaluator.worker_client import WorkerPool, WorkerProcess, worker_isolation
+from cuda_agent_mcp.evaluator.worker_client import Worker, WorkerPool
 from cuda_agent_mcp.results import Passed, Rejected
 
 
@@ -24,8 +24,8 @@ def run_job(
     tag = shm_tag()  # the judge's own shared-memory files (CPU tensors); each worker has its own tag
     judge = Judge(job, scratch, env, workers)
     gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
-    worker: WorkerProcess | None = None
-    environment = _environment(gpu)
+    worker: Worker | None = None
+    environment = _environment(gpu, judge.workers.isolation)
     try:
         worker = judge.start_worker(
             Path(job.candidate_dir), "model_new", "ModelNew", for_timing=job.mode == "profile"
@@ -87,13 +87,13 @@ def run_job(
         remove_shm_files(tag)
 
 
-def _environment(gpu: str) -> dict[str, str]:
+def _environment(gpu: str, isolation: str) -> dict[str, str]:
     """What an evaluation ran on, for the journal."""
     found = {
         "gpu": gpu,
         "torch": torch.__version__,
         "cuda": str(torch.version.cuda or ""),
-        "worker_isolation": worker_isolation(),
+        "worker_isolation": isolation,
     }
     driver = getattr(torch._C, "_cuda_getDriverVersion", None)
     if driver is not None and torch.cuda.is_available():

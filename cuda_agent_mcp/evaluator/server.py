@@ -27,8 +27,9 @@ import traceback
 from pathlib import Path
 
 from cuda_agent_mcp.evaluator.job import RETIRE_HELD_GPU_BYTES, EvalJob, JudgeReport, ServerReady
+from cuda_agent_mcp.evaluator.judge_service import WORKERS_ENV
 from cuda_agent_mcp.evaluator.protocol import read_frame_body, write_frame
-from cuda_agent_mcp.evaluator.worker_client import WorkerPool, start_fork_server
+from cuda_agent_mcp.evaluator.worker_client import ForkedWorkerPool, WorkerPool, start_fork_server
 from cuda_agent_mcp.results import Crashed
 
 # Workers get only what they need: tools, locale, GPU selection and where our dependencies are.
@@ -44,10 +45,8 @@ def main() -> None:
     os.dup2(2, 1)  # prints from reference code must not reach the reply pipe
     env = {k: v for k, v in os.environ.items() if k in _WORKER_ENV_KEYS}
     scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-"))
-    # Start the fork server before this process imports torch: the imports overlap.
-    start_fork_server()
-    workers = WorkerPool(scratch, env)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the finally below cleans up
+    workers = _worker_pool(scratch, env)  # its workers' start overlaps this process's torch import
     try:
         import torch
 
@@ -79,7 +78,19 @@ def main() -> None:
                 report = report.model_copy(update={"held_gpu_bytes": torch.cuda.memory_allocated()})
             write_frame(reply_fd, report)
     finally:
+        workers.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _worker_pool(scratch: Path, env: dict[str, str]) -> WorkerPool:
+    """Containers when the tool layer asked for them (a session on the Docker executor), else workers
+    forked from a fork server started now."""
+    if os.environ.get(WORKERS_ENV, "fork") == "docker":
+        from cuda_agent_mcp.evaluator.container_worker import ContainerWorkerPool
+
+        return ContainerWorkerPool(scratch, env)
+    start_fork_server()
+    return ForkedWorkerPool(scratch, env)
 
 
 def _run_one(run_job, job: EvalJob, scratch: Path, env: dict[str, str], workers: WorkerPool) -> JudgeReport:  # type: ignore[no-untyped-def]

@@ -8,13 +8,23 @@ rebuilds an exact `torch.Tensor` from validated fields: no pickle, no classes ch
 from __future__ import annotations
 
 import base64
+import contextlib
 import math
+import os
 import uuid
 from typing import Any
 
 import torch
 
-from cuda_agent_mcp.evaluator.refs import SHM_DIR, CudaIpcPayload, ShmPayload, TensorRef, shm_tag
+from cuda_agent_mcp.evaluator.refs import (
+    HOST_SHM,
+    CudaIpcPayload,
+    ShmPayload,
+    TensorRef,
+    shm_dir,
+    shm_file_mode,
+    shm_tag,
+)
 
 ALLOWED_DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -56,6 +66,11 @@ def share(tensor: torch.Tensor) -> TensorRef:
     if tensor.is_cuda:
         storage = tensor.untyped_storage()
         (device, handle, size, offset, rc_handle, rc_offset, event, sync) = storage._share_cuda_()
+        if (mode := shm_file_mode()) is not None and rc_handle:
+            # torch's reference counter for the shared block is a file in the host's /dev/shm, which a
+            # container worker (host IPC namespace, maybe another uid) opens read-write.
+            with contextlib.suppress(OSError):
+                os.chmod(HOST_SHM / rc_handle.decode().lstrip("/"), mode)
         payload: CudaIpcPayload | ShmPayload = CudaIpcPayload(
             device=int(device),
             handle=_b64(handle) or "",
@@ -76,9 +91,10 @@ def share(tensor: torch.Tensor) -> TensorRef:
     contiguous = tensor.detach().contiguous()
     name = f"cuda-agent-{shm_tag()}-{uuid.uuid4().hex}"
     nbytes = contiguous.numel() * contiguous.element_size()
-    mapped = torch.from_file(
-        str(SHM_DIR / name), shared=True, size=contiguous.numel(), dtype=contiguous.dtype
-    )
+    path = shm_dir() / name
+    mapped = torch.from_file(str(path), shared=True, size=contiguous.numel(), dtype=contiguous.dtype)
+    if (mode := shm_file_mode()) is not None:
+        os.chmod(path, mode)
     mapped.copy_(contiguous.reshape(-1))
     return TensorRef(
         dtype=dtype,
@@ -115,7 +131,7 @@ def open_ref(ref: TensorRef, *, max_bytes: int, expected_device: int | None = No
             raise TransportError("tensor is on another device")
         storage = _open_cuda(payload)
     else:
-        path = SHM_DIR / payload.name
+        path = shm_dir() / payload.name
         try:
             flat = torch.from_file(str(path), shared=True, size=payload.storage_size_bytes, dtype=torch.uint8)
         except (RuntimeError, OSError) as exc:

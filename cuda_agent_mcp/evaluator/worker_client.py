@@ -26,7 +26,7 @@ from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -38,7 +38,7 @@ from cuda_agent_mcp.evaluator.protocol import (
     parse_reply,
     write_frame,
 )
-from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_shm_files
+from cuda_agent_mcp.evaluator.refs import SHM_DIR_ENV, SHM_TAG_ENV, remove_shm_files, shm_dir
 from cuda_agent_mcp.executors.cgroup import PidsCgroup, pids_cgroup_root
 from cuda_agent_mcp.executors.local import child_python_path
 from cuda_agent_mcp.executors.sandboxed import available_isolation, landlock_abi
@@ -88,7 +88,105 @@ class _ForkedProcess:
         return self._process.exitcode
 
 
-class WorkerProcess:
+class Worker:
+    """What the judge holds of one worker, whatever runs it: the protocol's two ends, its log and its
+    directory. Subclasses say how it is started, killed and removed (a forked process here, a container
+    in `container_worker.py`)."""
+
+    tag: str  # names its shared-memory files
+    directory: Path  # its working directory and log; removed on close
+    log_path: Path
+    _request_write: int
+    _reply_read: int
+
+    def request(self, message: BaseModel, *, timeout_s: float) -> object:
+        """Send one request and return the validated reply, or raise WorkerLost."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            write_frame(self._request_write, message)
+            header = self._read(_HEADER_BYTES, deadline)
+            length = int.from_bytes(header, "big")
+            if length > MAX_FRAME_BYTES:
+                raise FrameError(f"frame of {length} bytes")
+            return parse_reply(self._read(length, deadline))
+        except TimeoutError:
+            self.kill()
+            raise WorkerLost("timeout", f"no answer within {timeout_s:.1f} s", self.log_tail()) from None
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            self.kill()
+            raise WorkerLost("exited", f"exit status {self.exit_status()}", self.log_tail()) from None
+        except FrameError as exc:
+            self.kill()
+            raise WorkerLost("protocol", str(exc), self.log_tail()) from None
+
+    def _read(self, count: int, deadline: float) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self._reply_read], [], [], remaining)[0]:
+                raise TimeoutError
+            chunk = os.read(self._reply_read, count - len(chunks))
+            if not chunk:
+                raise EOFError("the worker closed its pipe")
+            chunks += chunk
+        return bytes(chunks)
+
+    def log_tail(self) -> str:
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(0, os.SEEK_END)
+                size = log.tell()
+                log.seek(max(0, size - LOG_TAIL_BYTES))
+                return log.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """Kill the worker and remove what it left. A worker still alive is first asked to unmap the
+        judge's buffers (see ReleaseRequest.inputs); one that does not answer at once is killed anyway."""
+        if self.alive:
+            with contextlib.suppress(WorkerLost, OSError, ValueError):
+                self.request(ReleaseRequest(inputs=True), timeout_s=RELEASE_TIMEOUT_S)
+        self._dispose()
+
+    def stage(self, directory: Path) -> Path:
+        """Where the worker finds `directory`'s files to import (a container copies them into its view)."""
+        return directory
+
+    # -- what each kind of worker provides -------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        raise NotImplementedError
+
+    def exit_status(self) -> int | None:
+        raise NotImplementedError
+
+    def thread_count(self) -> int | None:
+        """The worker's OS threads, as the kernel counts them (None once it has exited)."""
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started."""
+        raise NotImplementedError
+
+    def _dispose(self) -> None:
+        """Kill the worker, close the protocol's ends, remove its files."""
+        raise NotImplementedError
+
+
+class WorkerPool(Protocol):
+    """Hands out fresh workers; `isolation` says what confines them, for the record."""
+
+    @property
+    def isolation(self) -> str: ...
+
+    def take(self) -> Worker: ...
+
+    def close(self) -> None: ...
+
+
+class WorkerProcess(Worker):
     """One untrusted worker, forked fresh for one evaluation from the fork server, in a directory of its
     own (its working directory and log; removed on close) and with its own tag for shared-memory names."""
 
@@ -108,6 +206,7 @@ class WorkerProcess:
                 "PYTHONPATH": child_python_path(env.get("PYTHONPATH", "")),
                 "PYTHONDONTWRITEBYTECODE": "1",
                 SHM_TAG_ENV: self.tag,
+                SHM_DIR_ENV: str(shm_dir()),
             },
             no_network="network" in available_isolation(),
         )
@@ -132,38 +231,8 @@ class WorkerProcess:
                 self.cage.remove()
                 self.cage = None
 
-    def request(self, message: BaseModel, *, timeout_s: float) -> object:
-        """Send one request and return the validated reply, or raise WorkerLost."""
-        deadline = time.monotonic() + timeout_s
-        try:
-            write_frame(self._request_write, message)
-            header = self._read(_HEADER_BYTES, deadline)
-            length = int.from_bytes(header, "big")
-            if length > MAX_FRAME_BYTES:
-                raise FrameError(f"frame of {length} bytes")
-            return parse_reply(self._read(length, deadline))
-        except TimeoutError:
-            self.kill()
-            raise WorkerLost("timeout", f"no answer within {timeout_s:.1f} s", self.log_tail()) from None
-        except (EOFError, BrokenPipeError):
-            self.kill()
-            code = self.process.poll()
-            raise WorkerLost("exited", f"exit status {code}", self.log_tail()) from None
-        except FrameError as exc:
-            self.kill()
-            raise WorkerLost("protocol", str(exc), self.log_tail()) from None
-
-    def _read(self, count: int, deadline: float) -> bytes:
-        chunks = bytearray()
-        while len(chunks) < count:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self._reply_read], [], [], remaining)[0]:
-                raise TimeoutError
-            chunk = os.read(self._reply_read, count - len(chunks))
-            if not chunk:
-                raise EOFError("the worker closed its pipe")
-            chunks += chunk
-        return bytes(chunks)
+    def exit_status(self) -> int | None:
+        return self.process.poll()
 
     def thread_count(self) -> int | None:
         """The worker's OS threads, as the kernel counts them (None once it has exited)."""
@@ -187,12 +256,7 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def close(self) -> None:
-        """Kill the worker and remove what it left. A worker still alive is first asked to unmap the
-        judge's buffers (see ReleaseRequest.inputs); one that does not answer at once is killed anyway."""
-        if self.alive:
-            with contextlib.suppress(WorkerLost, OSError, ValueError):
-                self.request(ReleaseRequest(inputs=True), timeout_s=RELEASE_TIMEOUT_S)
+    def _dispose(self) -> None:
         _live_workers.discard(self)
         for fd in (self._request_write, self._reply_read):
             with contextlib.suppress(OSError):
@@ -203,18 +267,8 @@ class WorkerProcess:
         remove_shm_files(self.tag)
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def log_tail(self) -> str:
-        try:
-            with self.log_path.open("rb") as log:
-                log.seek(0, os.SEEK_END)
-                size = log.tell()
-                log.seek(max(0, size - LOG_TAIL_BYTES))
-                return log.read().decode("utf-8", errors="replace")
-        except OSError:
-            return ""
 
-
-class WorkerPool:
+class ForkedWorkerPool:
     """Hands out fresh workers, forked from the fork server: each is a new process that has never seen
     a candidate; the torch import and interpreter start were paid once, by the fork server. Forking
     takes milliseconds, so nothing is started ahead of need, and no import runs beside a timed loop."""
@@ -223,8 +277,15 @@ class WorkerPool:
         self.scratch = scratch
         self.env = env
 
+    @property
+    def isolation(self) -> str:
+        return worker_isolation()
+
     def take(self) -> WorkerProcess:
         return WorkerProcess(self.scratch, self.env)
+
+    def close(self) -> None:
+        """Nothing to stop: forked workers are closed by whoever took them."""
 
 
 # Workers not closed yet. multiprocessing joins its live children at exit (after this module's exit

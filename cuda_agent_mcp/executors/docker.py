@@ -57,19 +57,22 @@ class DockerSettings(BaseModel):
         return cls(image=os.environ.get(IMAGE_ENV, DEFAULT_IMAGE))
 
 
-def bind_mounts(workdir: Path, readable: Sequence[Path]) -> dict[str, dict[str, str]]:
-    """docker-py `volumes`: the working directory read-write, the rest read-only, each at its host path.
+def bind_mounts(
+    workdir: Path, readable: Sequence[Path], writable: Sequence[Path] = ()
+) -> dict[str, dict[str, str]]:
+    """docker-py `volumes`: the working directory and `writable` read-write, the rest read-only, each at
+    its host path.
 
     A path inside another one is left to the outer bind; a symlinked path is bound at its own name and at
     its target's, so both spellings a toolchain may use resolve."""
-    volumes = {str(workdir): {"bind": str(workdir), "mode": "rw"}}
+    volumes = {str(path): {"bind": str(path), "mode": "rw"} for path in (workdir, *writable)}
     wanted: set[Path] = set()
     for path in readable:
         if path.exists():
             wanted.update({Path(os.path.abspath(path)), path.resolve()})
     for path in sorted(wanted, key=lambda p: len(p.parts)):
         inside_another = any(path != other and path.is_relative_to(other) for other in wanted)
-        if inside_another or path == workdir:
+        if inside_another or str(path) in volumes:
             continue
         volumes[str(path)] = {"bind": str(path), "mode": "ro"}
     return volumes
@@ -83,6 +86,7 @@ def container_options(
     readable: Sequence[Path],
     env: Mapping[str, str],
     user: str,
+    writable: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """Everything `containers.create` is given; a pure function so the hardening is testable."""
     import docker.types
@@ -93,7 +97,7 @@ def container_options(
         "working_dir": str(workdir),
         "environment": dict(env),
         "user": user,
-        "volumes": bind_mounts(workdir, readable),
+        "volumes": bind_mounts(workdir, readable, writable),
         "network_mode": "none",
         "read_only": True,
         "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={settings.tmp_bytes},mode=1777"},
@@ -170,19 +174,22 @@ class DockerExecutor:
         argv = [str(a) for a in argv]
         started = time.monotonic()
         client = await anyio.to_thread.run_sync(self.client)
-        uid = os.getuid()
-        user = f"{uid}:{os.getgid()}" if uid != 0 else f"{SANDBOX_UID}:{SANDBOX_UID}"
         options = container_options(
-            self.settings, argv, workdir=cwd, readable=readable, env=env or scrubbed_env(), user=user
+            self.settings,
+            argv,
+            workdir=cwd,
+            readable=readable,
+            env=env or scrubbed_env(),
+            user=container_user(),
         )
         collector = OutputCollector(limits.keep_output_bytes)
-        with _lent_to(cwd, SANDBOX_UID if uid == 0 else None):
-            container = await anyio.to_thread.run_sync(lambda: _start(client, options, argv[0]))
+        with _lent_to(cwd, lent_uid()):
+            container = await anyio.to_thread.run_sync(lambda: start_container(client, options, argv[0]))
             try:
                 outcome = await _collect(container, collector, limits)
             finally:
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(lambda: _remove(container))
+                    await anyio.to_thread.run_sync(lambda: remove_container(container))
         timed_out, output_limit_hit, status, oom = outcome
         killed = timed_out or output_limit_hit
         if oom:
@@ -198,7 +205,18 @@ class DockerExecutor:
         )
 
 
-def _start(client: Any, options: dict[str, Any], argv0: str) -> Any:
+def container_user() -> str:
+    """uid:gid commands run as: ours, or the image's unprivileged user when we are root."""
+    uid = os.getuid()
+    return f"{uid}:{os.getgid()}" if uid != 0 else f"{SANDBOX_UID}:{SANDBOX_UID}"
+
+
+def lent_uid() -> int | None:
+    """Whom directories a container writes must be handed to: None when it runs as us."""
+    return SANDBOX_UID if os.getuid() == 0 else None
+
+
+def start_container(client: Any, options: dict[str, Any], argv0: str) -> Any:
     import docker
 
     try:
@@ -208,7 +226,7 @@ def _start(client: Any, options: dict[str, Any], argv0: str) -> Any:
     try:
         container.start()
     except docker.errors.DockerException as exc:
-        _remove(container)
+        remove_container(container)
         raise ExecutorUnavailable(argv0, f"the container could not start: {exc}") from exc
     return container
 
@@ -236,11 +254,11 @@ async def _collect(
     if deadline.cancelled_caught:
         await anyio.to_thread.run_sync(lambda: _kill(container))
         return True, False, None, False
-    state = await anyio.to_thread.run_sync(lambda: _state(container))
+    state = await anyio.to_thread.run_sync(lambda: container_state(container))
     return False, flooded, status, bool(state.get("OOMKilled"))
 
 
-def _state(container: Any) -> dict[str, Any]:
+def container_state(container: Any) -> dict[str, Any]:
     with contextlib.suppress(Exception):
         container.reload()
         return dict(container.attrs.get("State", {}))
@@ -252,7 +270,8 @@ def _kill(container: Any) -> None:
         container.kill()
 
 
-def _remove(container: Any) -> None:
+def remove_container(container: Any) -> None:
+    """Kill and remove; never raises (the container may be gone already)."""
     with contextlib.suppress(Exception):
         container.remove(force=True)
 
@@ -271,7 +290,7 @@ def _lent_to(directory: Path, uid: int | None) -> Iterator[None]:
     key = directory.resolve()
     with _lending:
         if _lent[key] == 0:
-            _chown_tree(directory, uid, uid)
+            chown_tree(directory, uid, uid)
         _lent[key] += 1
     try:
         yield
@@ -280,10 +299,10 @@ def _lent_to(directory: Path, uid: int | None) -> Iterator[None]:
             _lent[key] -= 1
             if _lent[key] == 0:
                 del _lent[key]
-                _chown_tree(directory, os.getuid(), os.getgid())
+                chown_tree(directory, os.getuid(), os.getgid())
 
 
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
+def chown_tree(root: Path, uid: int, gid: int) -> None:
     os.chown(root, uid, gid)
     for parent, dirs, files in os.walk(root):
         for name in (*dirs, *files):

@@ -18,8 +18,9 @@ from cuda_agent_mcp.build import (
     detect_arch,
     discover_toolchain,
 )
-from cuda_agent_mcp.evaluator.judge_service import JudgePool, shared_judge_pool
-from cuda_agent_mcp.executors import Executor, default_executor
+from cuda_agent_mcp.evaluator.judge_service import WORKERS_ENV, JudgePool, WorkerBackend, shared_judge_pool
+from cuda_agent_mcp.executors import DockerExecutor, Executor, default_executor
+from cuda_agent_mcp.executors.docker import IMAGE_ENV
 from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import Task
@@ -88,7 +89,12 @@ class Session:
         2 s) overlaps the build instead of the next verify. True when a start began."""
         if self.scheduler is not None or not _HAS_GPU_DEVICE.exists():
             return False
-        return self.judges.prewarm(judge_env(None))
+        return self.judges.prewarm(judge_env(None, self.worker_backend))
+
+    @property
+    def worker_backend(self) -> WorkerBackend:
+        """Where evaluation workers run: in containers when the session's executor is Docker."""
+        return "docker" if isinstance(self.executor, DockerExecutor) else "fork"
 
     @property
     def builder(self) -> Builder:
@@ -106,11 +112,15 @@ class Session:
 _HAS_GPU_DEVICE = Path("/dev/nvidiactl")
 
 
-def judge_env(leased_gpu: int | None) -> dict[str, str]:
+def judge_env(leased_gpu: int | None, workers: WorkerBackend = "fork") -> dict[str, str]:
     """The environment judge servers (and their workers) run with: scrubbed, plus the GPU selection
-    (the leased GPU, else the caller's own CUDA_VISIBLE_DEVICES). Pool keys are built from it."""
+    (the leased GPU, else the caller's own CUDA_VISIBLE_DEVICES) and where workers run (forked, or in
+    containers: then also the engine and image). Pool keys are built from it."""
     if leased_gpu is not None:
         selection = {"CUDA_VISIBLE_DEVICES": str(leased_gpu)}
     else:
         selection = {k: v for k in ("CUDA_VISIBLE_DEVICES",) if (v := os.environ.get(k)) is not None}
-    return scrubbed_env({"PYTHONPATH": child_python_path(), **selection})
+    backend = {WORKERS_ENV: workers}
+    if workers == "docker":
+        backend |= {k: v for k in ("DOCKER_HOST", IMAGE_ENV) if (v := os.environ.get(k)) is not None}
+    return scrubbed_env({"PYTHONPATH": child_python_path(), **selection, **backend})

@@ -1,4 +1,5 @@
-"""Worker process entry: `python -m cuda_agent_mcp.worker REQUEST_FD REPLY_FD`.
+"""Worker process entry: `python -m cuda_agent_mcp.worker REQUEST_FD REPLY_FD`, or, in a container,
+`python -m cuda_agent_mcp.worker --connect SOCKET` (the judge listens on SOCKET).
 
 Serves one evaluation, then exits. Exits at once after a CUDA error: the context cannot be trusted.
 """
@@ -11,8 +12,11 @@ import ctypes.util
 import gc
 import os
 import resource
+import select
 import signal
+import socket
 import sys
+import threading
 import traceback
 
 from cuda_agent_mcp.evaluator.lifetime import die_with_parent
@@ -77,10 +81,43 @@ def limit_resources() -> None:
 
 
 def main() -> None:
+    if sys.argv[1] == "--connect":
+        run_connected(sys.argv[2])
+        return
     die_with_parent()  # a judge that dies (or is killed for a timeout) takes its workers with it
     limit_resources()
     warm_up()
     serve(int(sys.argv[1]), int(sys.argv[2]))
+
+
+def run_connected(socket_path: str) -> None:
+    """Entry of a worker in a container (evaluator/container_worker.py). It connects once it is warm
+    (torch imported, no CUDA context, no candidate), so the judge's accept means "ready"; the connection
+    carries both directions of the protocol. The container is its confinement: own PID namespace, no
+    network, read-only root, the judge's paths bound only where it needs them."""
+    limit_resources()
+    warm_up()
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(socket_path)
+    fd = connection.detach()
+    log = os.open("worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    for target in (1, 2):
+        os.dup2(log, target)
+    os.close(log)
+    threading.Thread(target=_exit_when_judge_leaves, args=(fd,), daemon=True).start()
+    serve(fd, fd)
+
+
+def _exit_when_judge_leaves(fd: int) -> None:
+    """A container is not the judge's child, so no parent-death signal reaches it: end the worker when
+    the judge's end of the connection closes, even while the candidate is busy. (The judge's own
+    clean-up removes its containers too; this covers a judge killed outright.)"""
+    watcher = select.poll()
+    watcher.register(fd, select.POLLRDHUP)
+    while True:
+        for _, events in watcher.poll():
+            if events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                os._exit(1)
 
 
 def run_forked(request_fd: int, reply_fd: int, setup: ForkSetup) -> None:

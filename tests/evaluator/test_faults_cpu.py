@@ -13,7 +13,7 @@ from cuda_agent_mcp.executors.cgroup import pids_cgroup_root
 from cuda_agent_mcp.executors.sandboxed import landlock_abi
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut
 from cuda_agent_mcp.worker.__main__ import MAX_FILE_BYTES
-from tests.evaluator.conftest import HONEST
+from tests.evaluator.conftest import HONEST, SLEEPS_IN_INIT
 from tests.processes import alive
 
 
@@ -45,11 +45,7 @@ def test_writing_a_large_file_anywhere_fails_in_the_worker(run_judge, tmp_path) 
 
 
 def test_sleeping_forever_in_init_is_a_load_timeout(run_judge) -> None:
-    sleeper = HONEST.replace(
-        "        super().__init__()",
-        "        super().__init__()\n        import time\n        time.sleep(3600)",
-    )
-    report = run_judge(sleeper, timeouts=Timeouts(load_s=5, call_s=10))
+    report = run_judge(SLEEPS_IN_INIT, timeouts=Timeouts(load_s=5, call_s=10))
     assert isinstance(report.verdict, TimedOut), report.verdict
     assert report.verdict.phase == "load" and report.verdict.limit_s == 5
     assert isinstance(run_judge(HONEST).verdict, Passed)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -12,12 +11,10 @@ import pytest
 
 from cuda_agent_mcp.evaluator.judge_service import JudgePool
 from cuda_agent_mcp.results import Passed, WrongOutput
-from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import Session, VerifyRequest, verify_kernels
 from cuda_agent_mcp.tools.evaluate import JudgeFailed
 from cuda_agent_mcp.tools.session import judge_env
-from tests.conftest import EXAMPLES
-from tests.evaluator.test_tools_cpu import SMALL_INPUTS, TORCH_CANDIDATE
+from tests.evaluator.test_tools_cpu import TORCH_CANDIDATE, cpu_session
 from tests.processes import alive, children, cmdline
 
 pytestmark = pytest.mark.nvcc
@@ -34,19 +31,7 @@ def pool(tmp_path: Path):
 
 @pytest.fixture
 def session(tmp_path: Path, shared_build_cache: Path, pool: JudgePool) -> Session:
-    code = (EXAMPLES / "bias_add_relu" / "model.py").read_text().replace(*SMALL_INPUTS)
-    reference = tmp_path / "reference.py"
-    reference.write_text(code)
-    session = Session.create(
-        load_task_file(reference, task_id="cpu/bias_add_relu"),
-        tmp_path / "ws",
-        cache_dir=shared_build_cache,
-        judges=pool,
-    )
-    shutil.copytree(
-        EXAMPLES / "bias_add_relu" / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True
-    )
-    return session
+    return cpu_session(tmp_path, shared_build_cache, judges=pool)
 
 
 def _write_candidate(session: Session, suffix: str = "") -> None:

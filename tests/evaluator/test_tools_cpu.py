@@ -44,18 +44,24 @@ class ModelNew(nn.Module):
 SMALL_INPUTS = ("batch_size = 8192\nfeatures = 4096", "batch_size = 16\nfeatures = 32")
 
 
-@pytest.fixture
-def session(tmp_path: Path, shared_build_cache: Path) -> Session:
+def cpu_session(tmp_path: Path, cache: Path, **options: object) -> Session:
+    """The bias_add_relu example at small sizes, its real kernel in the workspace (the judge runs on the
+    CPU with a pure-PyTorch candidate)."""
     code = (EXAMPLES / "bias_add_relu" / "model.py").read_text().replace(*SMALL_INPUTS)
     reference = tmp_path / "reference.py"
     reference.write_text(code)
     session = Session.create(
-        load_task_file(reference, task_id="cpu/bias_add_relu"), tmp_path / "ws", cache_dir=shared_build_cache
+        load_task_file(reference, task_id="cpu/bias_add_relu"), tmp_path / "ws", cache_dir=cache, **options
     )
     shutil.copytree(
         EXAMPLES / "bias_add_relu" / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True
     )
     return session
+
+
+@pytest.fixture
+def session(tmp_path: Path, shared_build_cache: Path) -> Session:
+    return cpu_session(tmp_path, shared_build_cache)
 
 
 def _candidate(session: Session, suffix: str = "") -> None:

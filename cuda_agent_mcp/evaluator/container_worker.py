@@ -1,0 +1,250 @@
+"""Evaluation workers in containers: the Docker backend's untrusted side of verify and profile.
+
+Each worker is a fresh container from the sandbox image, hardened as every container of the Docker
+executor is (`executors/docker.py`: no network, read-only root, non-root user, pids, memory and CPU
+limits, `cap_drop=ALL`, `no-new-privileges`), running `python -m cuda_agent_mcp.worker --connect`.
+It sees, each at its host path:
+  - its own directory, read-write: working directory, log, the protocol's socket;
+  - its load directory, read-only: a private copy of what it is asked to import (candidate or reference);
+  - the judge's shared-memory directory, read-write: the CPU tensors both sides map;
+  - the Python it runs with and this package's parent, read-only (as the `run` tool's containers do);
+and, on a machine with a GPU, exactly the judge's GPU (a device request) in the host's IPC namespace
+(CUDA IPC handles open only there). Not the reference, not other workspaces, not the build cache.
+
+The protocol runs over a Unix socket the judge listens on in the worker's directory (`socket_worker.py`):
+one connection carries both directions, and a worker that dies is an EOF, as with forked workers' pipes.
+
+A container start plus a torch import costs seconds, so the pool keeps one started ahead: it has paid
+the import and has never touched CUDA or seen a candidate. The next one starts when the current one is
+closed, never beside a timed loop. Nothing outlives the judge: the worker exits when the judge's end of
+the socket closes, and every container carries its judge's label, so a new pool removes those whose
+judge is gone (`remove_orphans`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from cuda_agent_mcp.evaluator.socket_worker import (
+    START_TIMEOUT_S,
+    PrivateShm,
+    SocketWorker,
+    WorkerStartFailed,
+    worker_argv,
+)
+from cuda_agent_mcp.executors.docker import (
+    DockerExecutor,
+    DockerSettings,
+    container_options,
+    container_state,
+    container_user,
+    lent_uid,
+    remove_container,
+    start_container,
+)
+
+WORKER_LABEL = "cuda-agent-mcp.worker-of"  # value: "<judge pid>:<judge start time>"
+MAX_WORKER_PIDS = 1024  # as for forked workers: torch's threads and a compile baseline's workers fit
+WORKER_MEMORY_BYTES = 32 * 1024**3
+_HAS_GPU_DEVICE = Path("/dev/nvidiactl")
+
+
+def worker_settings(base: DockerSettings, gpu: str | None) -> DockerSettings:
+    """The executor's settings with room for an evaluation: more processes (torch's threads), memory
+    for real inputs, CPUs for a compile baseline, and the judge's GPU."""
+    return base.model_copy(
+        update={
+            "pids_limit": MAX_WORKER_PIDS,
+            "memory_bytes": WORKER_MEMORY_BYTES,
+            "cpus": float(min(os.cpu_count() or 1, 8)),
+            "gpu": gpu,
+        }
+    )
+
+
+def judge_gpu(env: Mapping[str, str]) -> str | None:
+    """The physical GPU the judge uses (its cuda:0), or None on a machine without one."""
+    if not _HAS_GPU_DEVICE.exists():
+        return None
+    return env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or None
+
+
+def judge_label() -> str:
+    return f"{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def _start_time(pid: int) -> str:
+    """A process's start time in clock ticks since boot: with the pid, names one process for good."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def remove_orphans(client: Any) -> int:
+    """Remove worker containers whose judge process is gone (killed outright, say). Returns how many."""
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": WORKER_LABEL}):
+        pid, _, started = container.labels.get(WORKER_LABEL, "").partition(":")
+        if not pid.isdigit() or _start_time(int(pid)) != started:
+            remove_container(container)
+            removed += 1
+    return removed
+
+
+def remove_workers_of(judge_pid: int) -> None:
+    """Remove every worker container of a judge process that was just killed (best effort: a worker
+    whose judge is gone also exits by itself, and the next pool removes orphans)."""
+    with contextlib.suppress(Exception):
+        client = DockerExecutor().client()
+        for container in client.containers.list(all=True, filters={"label": WORKER_LABEL}):
+            if container.labels.get(WORKER_LABEL, "").partition(":")[0] == str(judge_pid):
+                remove_container(container)
+
+
+class ContainerWorker(SocketWorker):
+    """One worker container for one evaluation (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: Any,
+        settings: DockerSettings,
+        scratch: Path,
+        env: Mapping[str, str],
+        shm: Path,
+        on_close: Callable[[], None] = lambda: None,
+    ) -> None:
+        super().__init__(scratch, lent_uid())
+        self._on_close = on_close
+        self._container: Any = None
+        self._status: int | None = None
+        worker_env = self.environment(env, shm)
+        readable = [Path(sys.prefix), Path(sys.base_prefix), self.load_root]
+        readable += [Path(p) for p in worker_env["PYTHONPATH"].split(os.pathsep) if p]
+        options = container_options(
+            settings,
+            worker_argv(),
+            workdir=self.directory,
+            readable=readable,
+            writable=[shm],
+            env=worker_env,
+            user=container_user(),
+        )
+        options["init"] = True  # an init reaps what the candidate forks; the worker is not PID 1
+        options["labels"] = {**options["labels"], WORKER_LABEL: judge_label()}
+        if settings.gpu is not None:
+            options["ipc_mode"] = "host"  # CUDA IPC handles open only within one IPC namespace
+        self._container = start_container(client, options, "evaluation worker")
+
+    @property
+    def alive(self) -> bool:
+        if self._status is not None or self._container is None:
+            return False
+        state = container_state(self._container)
+        if state.get("Running", False):
+            return True
+        self._status = state.get("ExitCode")
+        return False
+
+    def exit_status(self) -> int | None:
+        return None if self.alive else self._status
+
+    def kill(self) -> None:
+        """Kill the container: everything in it dies with it (its own PID namespace)."""
+        if self._container is not None:
+            if self._status is None:
+                self._status = container_state(self._container).get("ExitCode")
+            remove_container(self._container)
+            self._container = None
+
+    def _dispose(self) -> None:
+        super()._dispose()
+        self._on_close()
+
+    def startup_output(self) -> str:
+        with contextlib.suppress(Exception):
+            return self._container.logs(tail=20).decode("utf-8", errors="replace")[-2000:]
+        return ""
+
+
+class ContainerWorkerPool:
+    """Hands out fresh worker containers, one started ahead (see the module docstring).
+
+    The pool owns a private shared-memory directory, bound into each container: CPU tensors go there
+    (a container has its own /dev/shm)."""
+
+    def __init__(self, scratch: Path, env: Mapping[str, str], settings: DockerSettings | None = None) -> None:
+        self.scratch = scratch
+        self.env = dict(env)
+        executor = DockerExecutor(settings)
+        self.client = executor.client()  # ExecutorUnavailable says what is missing
+        self.settings = worker_settings(executor.settings, judge_gpu(env))
+        remove_orphans(self.client)
+        self.shm = PrivateShm(lent_uid())
+        self._lock = threading.Lock()
+        self._next: Future[ContainerWorker] | None = None
+        self._closed = False
+        self._start_ahead()
+
+    @property
+    def isolation(self) -> str:
+        gpu = f", GPU {self.settings.gpu} only" if self.settings.gpu is not None else ""
+        return (
+            "container (docker): own PID namespace, no network, read-only root, non-root user, pids limit "
+            f"{self.settings.pids_limit}, memory limit, cap_drop ALL, no-new-privileges{gpu}"
+        )
+
+    def take(self) -> ContainerWorker:
+        """A warm worker (waiting for the one started ahead, if it is still starting)."""
+        with self._lock:
+            future, self._next = self._next, None
+        if future is None:
+            future = self._start_ahead(keep=False)
+        return future.result()
+
+    def _start_ahead(self, keep: bool = True) -> Future[ContainerWorker]:
+        future: Future[ContainerWorker] = Future()
+        with self._lock:
+            if self._closed:
+                future.set_exception(WorkerStartFailed("the worker pool is closed"))
+                return future
+            if keep:
+                self._next = future
+        threading.Thread(target=self._start, args=(future,), daemon=True).start()
+        return future
+
+    def _start(self, future: Future[ContainerWorker]) -> None:
+        try:
+            worker = ContainerWorker(
+                self.client, self.settings, self.scratch, self.env, self.shm.path, on_close=self._replace
+            )
+            worker.wait_ready()
+        except BaseException as exc:
+            future.set_exception(exc)
+            return
+        future.set_result(worker)
+
+    def _replace(self) -> None:
+        """A worker was closed: start the next evaluation's now, unless one is waiting already."""
+        with self._lock:
+            if self._next is not None or self._closed:
+                return
+        self._start_ahead()
+
+    def close(self) -> None:
+        """Remove the container started ahead and the shared-memory directory."""
+        with self._lock:
+            self._closed = True
+            future, self._next = self._next, None
+        if future is not None:
+            with contextlib.suppress(BaseException):
+                future.result(timeout=START_TIMEOUT_S).close()
+        self.shm.close()

@@ -1,0 +1,135 @@
+"""On the GPU: the container workers' path without the container (the GPU machine has no Docker engine).
+
+A worker started as a separate process, not forked by the judge, reached over the Unix socket of
+`socket_worker.py`, with the judge's private shared-memory directory, and, when the tests run as root
+and the checkout allows it, under another uid (as a container's user would be): verify and profile of
+the ReLU example's compiled kernel must pass as they do with forked workers. What this does not cover:
+the container itself (device request, host IPC namespace).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import anyio
+import pytest
+
+from cuda_agent_mcp.evaluator.job import TimingPolicy
+from cuda_agent_mcp.evaluator.socket_worker import PrivateShm, SocketWorker, worker_argv
+from cuda_agent_mcp.executors.docker import SANDBOX_UID
+from cuda_agent_mcp.executors.local import child_python_path
+from cuda_agent_mcp.results import Passed
+from cuda_agent_mcp.tools import compile_kernels
+from cuda_agent_mcp.workspace.harness import EXTENSION_NAME
+from tests.conftest import EXAMPLES
+from tests.evaluator.conftest import judge
+from tests.redteam.workspaces import relu_session
+
+pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
+
+
+class ProcessSocketWorker(SocketWorker):
+    """A socket worker that is a plain process (in place of a container)."""
+
+    def __init__(self, scratch: Path, env: Mapping[str, str], shm: Path, uid: int | None) -> None:
+        super().__init__(scratch, uid)
+        self.process = subprocess.Popen(
+            worker_argv(),
+            cwd=self.directory,
+            env=self.environment(env, shm),
+            user=uid,
+            group=uid,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def exit_status(self) -> int | None:
+        return self.process.poll()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+class ProcessSocketPool:
+    def __init__(self, scratch: Path, uid: int | None) -> None:
+        self.scratch = scratch
+        self.uid = uid
+        self.shm = PrivateShm(uid)
+        self.taken = 0
+
+    @property
+    def isolation(self) -> str:
+        return f"socket worker process (uid {self.uid if self.uid is not None else os.getuid()})"
+
+    def take(self) -> ProcessSocketWorker:
+        worker = ProcessSocketWorker(self.scratch, {"PATH": os.environ["PATH"]}, self.shm.path, self.uid)
+        worker.wait_ready()
+        self.taken += 1
+        return worker
+
+    def close(self) -> None:
+        self.shm.close()
+
+
+def _others_can_read(path: Path) -> bool:
+    """Every directory above `path` traversable, and `path` itself readable, by any user."""
+    path = path.resolve()
+    return all(p.stat().st_mode & 0o001 for p in path.parents) and bool(path.stat().st_mode & 0o004)
+
+
+def _worker_uid() -> int | None:
+    """Another uid for the worker where we are root and it could read what it imports."""
+    if os.getuid() != 0:
+        return None
+    needed = [Path(sys.prefix), Path(sys.base_prefix)]
+    needed += [Path(p) for p in child_python_path().split(os.pathsep) if p]
+    return SANDBOX_UID if all(_others_can_read(p) for p in needed if p.exists()) else None
+
+
+@pytest.fixture
+def pool(tmp_path: Path) -> Iterator[ProcessSocketPool]:
+    scratch = tmp_path / "workers"
+    scratch.mkdir()
+    workers = ProcessSocketPool(scratch, _worker_uid())
+    yield workers
+    workers.close()
+
+
+def test_verify_and_profile_of_a_compiled_kernel_through_socket_workers(
+    tmp_path: Path, shared_build_cache: Path, pool: ProcessSocketPool
+) -> None:
+    session = relu_session(tmp_path / "build", shared_build_cache)
+    build = anyio.run(lambda: compile_kernels(session))
+    assert build.ok and build.extension_path is not None, build.failure
+    common: dict[str, object] = {
+        "reference": (EXAMPLES / "relu" / "model.py").read_text(),
+        "workers": pool,
+        "files": {f"{EXTENSION_NAME}.so": Path(build.extension_path)},
+        "device": "cuda",
+        "workspace_kernels": sorted({kernel.name for kernel in build.kernels}),
+        "timing": TimingPolicy(),
+    }
+    candidate = (EXAMPLES / "relu" / "model_new.py").read_text()
+    verified = judge(tmp_path / "verify", candidate, **common)
+    assert isinstance(verified.verdict, Passed), verified.verdict
+    assert verified.environment["worker_isolation"] == pool.isolation
+    profiled = judge(tmp_path / "profile", candidate, mode="profile", **common)
+    assert isinstance(profiled.verdict, Passed), profiled.verdict
+    assert profiled.candidate is not None and profiled.kernels is not None
+    assert pool.taken == 2
+    print(
+        f"\nsocket workers ({pool.isolation}): verify {verified.phases_s}, "
+        f"profile median {profiled.candidate.median_ms:.4f} ms, cv {profiled.candidate.cv:.4f}"
+    )
