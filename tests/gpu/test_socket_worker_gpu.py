@@ -10,9 +10,11 @@ the container itself (device request, host IPC namespace).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -99,12 +101,14 @@ def _worker_uid() -> int | None:
 
 
 @pytest.fixture
-def pool(tmp_path: Path) -> Iterator[ProcessSocketPool]:
-    scratch = tmp_path / "workers"
-    scratch.mkdir()
+def pool() -> Iterator[ProcessSocketPool]:
+    # Not under pytest's temporary root (0700): a worker under another uid must reach its directories.
+    scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-socket-workers-"))
+    scratch.chmod(0o755)
     workers = ProcessSocketPool(scratch, _worker_uid())
     yield workers
     workers.close()
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_verify_and_profile_of_a_compiled_kernel_through_socket_workers(
@@ -122,6 +126,8 @@ def test_verify_and_profile_of_a_compiled_kernel_through_socket_workers(
         "timing": TimingPolicy(),
     }
     candidate = (EXAMPLES / "relu" / "model_new.py").read_text()
+    (tmp_path / "verify").mkdir()
+    (tmp_path / "profile").mkdir()
     verified = judge(tmp_path / "verify", candidate, **common)
     assert isinstance(verified.verdict, Passed), verified.verdict
     assert verified.environment["worker_isolation"] == pool.isolation
