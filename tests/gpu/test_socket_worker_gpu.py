@@ -40,16 +40,22 @@ class ProcessSocketWorker(SocketWorker):
 
     def __init__(self, scratch: Path, env: Mapping[str, str], shm: Path, uid: int | None) -> None:
         super().__init__(scratch, uid)
-        self.process = subprocess.Popen(
-            worker_argv(),
-            cwd=self.directory,
-            env=self.environment(env, shm),
-            user=uid,
-            group=uid,
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        self.output = scratch / f"{self.tag}.out"  # what it prints before it opens its log
+        with self.output.open("wb") as output:
+            self.process = subprocess.Popen(
+                worker_argv(),
+                cwd=self.directory,
+                env=self.environment(env, shm),
+                user=uid,
+                group=uid,
+                extra_groups=[] if uid is not None else None,
+                start_new_session=True,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+
+    def startup_output(self) -> str:
+        return self.output.read_text(errors="replace")[-3000:]
 
     @property
     def alive(self) -> bool:
@@ -95,7 +101,7 @@ def _worker_uid() -> int | None:
     """Another uid for the worker where we are root and it could read what it imports."""
     if os.getuid() != 0:
         return None
-    needed = [Path(sys.prefix), Path(sys.base_prefix)]
+    needed = [Path(sys.executable), Path(sys.prefix), Path(sys.base_prefix)]
     needed += [Path(p) for p in child_python_path().split(os.pathsep) if p]
     return SANDBOX_UID if all(_others_can_read(p) for p in needed if p.exists()) else None
 
