@@ -82,7 +82,8 @@ class ProcessSocketPool:
         return f"socket worker process (uid {self.uid if self.uid is not None else os.getuid()})"
 
     def take(self) -> ProcessSocketWorker:
-        worker = ProcessSocketWorker(self.scratch, {"PATH": os.environ["PATH"]}, self.shm.path, self.uid)
+        env = {k: v for k in ("PATH", "PYTHONPATH") if (v := os.environ.get(k)) is not None}
+        worker = ProcessSocketWorker(self.scratch, env, self.shm.path, self.uid)
         worker.wait_ready()
         self.taken += 1
         return worker
