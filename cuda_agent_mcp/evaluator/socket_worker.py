@@ -62,6 +62,9 @@ class SocketWorker(Worker):
             **{k: v for k in _ENV_KEYS if (v := env.get(k)) is not None},
             "HOME": "/tmp",
             "TMPDIR": "/tmp",
+            # torch asks for a user name at import (getpass, which reads USER first): a uid without a
+            # passwd entry would otherwise fail there.
+            "USER": "cuda-agent-worker",
             "PYTHONPATH": child_python_path(env.get("PYTHONPATH", "")),
             "PYTHONDONTWRITEBYTECODE": "1",
             SHM_TAG_ENV: self.tag,
