@@ -8,8 +8,9 @@ It sees, each at its host path:
   - its load directory, read-only: a private copy of what it is asked to import (candidate or reference);
   - the judge's shared-memory directory, read-write: the CPU tensors both sides map;
   - the Python it runs with and this package's parent, read-only (as the `run` tool's containers do);
-and, on a machine with a GPU, exactly the judge's GPU (a device request) in the host's IPC namespace
-(CUDA IPC handles open only there). Not the reference, not other workspaces, not the build cache.
+and, on a machine with a GPU, exactly the judge's GPU (a device request), running as the judge's user in
+the host's PID and IPC namespaces, where CUDA IPC handles open (`gpu_worker_problem`). Not the
+reference, not other workspaces, not the build cache.
 
 The protocol runs over a Unix socket the judge listens on in the worker's directory (`socket_worker.py`):
 one connection carries both directions, and a worker that dies is an EOF, as with forked workers' pipes.
@@ -32,6 +33,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.evaluator.socket_worker import (
     START_TIMEOUT_S,
     PrivateShm,
@@ -74,6 +76,21 @@ def judge_gpu(env: Mapping[str, str]) -> str | None:
     if not _HAS_GPU_DEVICE.exists():
         return None
     return env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or None
+
+
+def gpu_worker_problem(gpu: str | None) -> str | None:
+    """Why GPU workers cannot run in containers for this judge, or None. CUDA IPC (the judge's inputs,
+    the worker's outputs) opens a handle only in a process of the exporter's user (measured on the H200:
+    another uid gets `cudaErrorMapBufferObjectFailed`) that shares its PID namespace (vLLM's NIXL notes:
+    "invalid device context" across PID namespaces). So the worker runs as the judge's user, and a
+    container never runs as root."""
+    if gpu is not None and os.getuid() == 0:
+        return (
+            "GPU evaluation workers in containers run as the judge's user (CUDA IPC does not cross users) "
+            "and containers never run as root: run the server as a non-root user, or use "
+            "CUDA_AGENT_EXECUTOR=sandbox"
+        )
+    return None
 
 
 def judge_label() -> str:
@@ -122,7 +139,10 @@ class ContainerWorker(SocketWorker):
         shm: Path,
         on_close: Callable[[], None] = lambda: None,
     ) -> None:
-        super().__init__(scratch, lent_uid())
+        # On a GPU the worker runs as the judge's user, in the judge's PID and IPC namespaces: CUDA IPC
+        # handles open only there (see gpu_worker_problem). Without a GPU, as any container does.
+        on_gpu = settings.gpu is not None
+        super().__init__(scratch, None if on_gpu else lent_uid())
         self._on_close = on_close
         self._container: Any = None
         self._status: int | None = None
@@ -136,12 +156,13 @@ class ContainerWorker(SocketWorker):
             readable=readable,
             writable=[shm],
             env=worker_env,
-            user=container_user(),
+            user=f"{os.getuid()}:{os.getgid()}" if on_gpu else container_user(),
         )
         options["init"] = True  # an init reaps what the candidate forks; the worker is not PID 1
         options["labels"] = {**options["labels"], WORKER_LABEL: judge_label()}
-        if settings.gpu is not None:
-            options["ipc_mode"] = "host"  # CUDA IPC handles open only within one IPC namespace
+        if on_gpu:
+            options["ipc_mode"] = "host"
+            options["pid_mode"] = "host"
         self._container = start_container(client, options, "evaluation worker")
 
     @property
@@ -187,6 +208,8 @@ class ContainerWorkerPool:
         executor = DockerExecutor(settings)
         self.client = executor.client()  # ExecutorUnavailable says what is missing
         self.settings = worker_settings(executor.settings, judge_gpu(env))
+        if (problem := gpu_worker_problem(self.settings.gpu)) is not None:
+            raise ExecutorUnavailable("docker", problem)
         remove_orphans(self.client)
         self.shm = PrivateShm(lent_uid())
         self._lock = threading.Lock()

@@ -8,7 +8,6 @@ rebuilds an exact `torch.Tensor` from validated fields: no pickle, no classes ch
 from __future__ import annotations
 
 import base64
-import contextlib
 import math
 import os
 import uuid
@@ -17,7 +16,6 @@ from typing import Any
 import torch
 
 from cuda_agent_mcp.evaluator.refs import (
-    HOST_SHM,
     CudaIpcPayload,
     ShmPayload,
     TensorRef,
@@ -66,11 +64,6 @@ def share(tensor: torch.Tensor) -> TensorRef:
     if tensor.is_cuda:
         storage = tensor.untyped_storage()
         (device, handle, size, offset, rc_handle, rc_offset, event, sync) = storage._share_cuda_()
-        if (mode := shm_file_mode()) is not None and rc_handle:
-            # torch's reference counter for the shared block is a file in the host's /dev/shm, which a
-            # container worker (host IPC namespace, maybe another uid) opens read-write.
-            with contextlib.suppress(OSError):
-                os.chmod(HOST_SHM / rc_handle.decode().lstrip("/"), mode)
         payload: CudaIpcPayload | ShmPayload = CudaIpcPayload(
             device=int(device),
             handle=_b64(handle) or "",

@@ -1,10 +1,10 @@
 """On the GPU: the container workers' path without the container (the GPU machine has no Docker engine).
 
 A worker started as a separate process, not forked by the judge, reached over the Unix socket of
-`socket_worker.py`, with the judge's private shared-memory directory, and, when the tests run as root
-and the checkout allows it, under another uid (as a container's user would be): verify and profile of
-the ReLU example's compiled kernel must pass as they do with forked workers. What this does not cover:
-the container itself (device request, host IPC namespace).
+`socket_worker.py`, with the judge's private shared-memory directory: verify and profile of the ReLU
+example's compiled kernel pass as they do with forked workers. Under another uid the same worker cannot
+open the judge's CUDA IPC handles, which is why GPU container workers run as the judge's user
+(`container_worker.gpu_worker_problem`). Not covered: the container itself (device request, namespaces).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from cuda_agent_mcp.evaluator.job import TimingPolicy
 from cuda_agent_mcp.evaluator.socket_worker import PrivateShm, SocketWorker, worker_argv
 from cuda_agent_mcp.executors.docker import SANDBOX_UID
 from cuda_agent_mcp.executors.local import child_python_path
-from cuda_agent_mcp.results import Passed
+from cuda_agent_mcp.results import BuildResult, Crashed, Passed
 from cuda_agent_mcp.tools import compile_kernels
 from cuda_agent_mcp.workspace.harness import EXTENSION_NAME
 from tests.conftest import EXAMPLES
@@ -108,41 +108,73 @@ def _worker_uid() -> int | None:
 
 
 @pytest.fixture
-def pool() -> Iterator[ProcessSocketPool]:
+def scratch() -> Iterator[Path]:
     # Not under pytest's temporary root (0700): a worker under another uid must reach its directories.
-    scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-socket-workers-"))
-    scratch.chmod(0o755)
-    workers = ProcessSocketPool(scratch, _worker_uid())
+    directory = Path(tempfile.mkdtemp(prefix="cuda-agent-socket-workers-"))
+    directory.chmod(0o755)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def pool(scratch: Path) -> Iterator[ProcessSocketPool]:
+    workers = ProcessSocketPool(scratch, None)
     yield workers
     workers.close()
-    shutil.rmtree(scratch, ignore_errors=True)
 
 
-def test_verify_and_profile_of_a_compiled_kernel_through_socket_workers(
-    tmp_path: Path, shared_build_cache: Path, pool: ProcessSocketPool
-) -> None:
-    session = relu_session(tmp_path / "build", shared_build_cache)
-    build = anyio.run(lambda: compile_kernels(session))
+@pytest.fixture
+def relu_build(tmp_path: Path, shared_build_cache: Path) -> BuildResult:
+    build = anyio.run(lambda: compile_kernels(relu_session(tmp_path / "build", shared_build_cache)))
     assert build.ok and build.extension_path is not None, build.failure
-    common: dict[str, object] = {
+    return build
+
+
+def _relu_job(build: BuildResult, workers: ProcessSocketPool) -> dict[str, object]:
+    """What `judge` needs to evaluate the ReLU example's build on the GPU with `workers`."""
+    assert build.extension_path is not None
+    return {
         "reference": (EXAMPLES / "relu" / "model.py").read_text(),
-        "workers": pool,
+        "workers": workers,
         "files": {f"{EXTENSION_NAME}.so": Path(build.extension_path)},
         "device": "cuda",
         "workspace_kernels": sorted({kernel.name for kernel in build.kernels}),
         "timing": TimingPolicy(),
     }
-    candidate = (EXAMPLES / "relu" / "model_new.py").read_text()
+
+
+RELU_CANDIDATE = (EXAMPLES / "relu" / "model_new.py").read_text()
+
+
+def test_verify_and_profile_of_a_compiled_kernel_through_socket_workers(
+    tmp_path: Path, relu_build: BuildResult, pool: ProcessSocketPool
+) -> None:
+    job = _relu_job(relu_build, pool)
     (tmp_path / "verify").mkdir()
     (tmp_path / "profile").mkdir()
-    verified = judge(tmp_path / "verify", candidate, **common)
+    verified = judge(tmp_path / "verify", RELU_CANDIDATE, **job)
     assert isinstance(verified.verdict, Passed), verified.verdict
     assert verified.environment["worker_isolation"] == pool.isolation
-    profiled = judge(tmp_path / "profile", candidate, mode="profile", **common)
+    profiled = judge(tmp_path / "profile", RELU_CANDIDATE, mode="profile", **job)
     assert isinstance(profiled.verdict, Passed), profiled.verdict
     assert profiled.candidate is not None and profiled.kernels is not None
     assert pool.taken == 2
     print(
-        f"\nsocket workers ({pool.isolation}): verify {verified.phases_s}, "
+        f"\nsocket workers ({pool.isolation}): verify phases {verified.phases_s}; "
         f"profile median {profiled.candidate.median_ms:.4f} ms, cv {profiled.candidate.cv:.4f}"
     )
+
+
+def test_a_worker_under_another_uid_cannot_open_the_judges_cuda_ipc_handles(
+    tmp_path: Path, relu_build: BuildResult, scratch: Path
+) -> None:
+    uid = _worker_uid()
+    if uid is None:
+        pytest.skip("needs root and a checkout other users can read")
+    other = ProcessSocketPool(scratch, uid)
+    try:
+        report = judge(tmp_path, RELU_CANDIDATE, **_relu_job(relu_build, other))
+    finally:
+        other.close()
+    assert isinstance(report.verdict, Crashed), report.verdict
+    assert "cannot open CUDA IPC handle" in report.verdict.message
