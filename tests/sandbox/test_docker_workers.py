@@ -9,15 +9,23 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.evaluator import judge as judge_module
-from cuda_agent_mcp.evaluator.container_worker import WORKER_LABEL, ContainerWorkerPool
+from cuda_agent_mcp.evaluator.container_worker import (
+    WORKER_LABEL,
+    ContainerWorkerPool,
+    gpu_worker_problem,
+    judge_label,
+    remove_orphans,
+)
 from cuda_agent_mcp.evaluator.job import JudgeReport, Timeouts
 from cuda_agent_mcp.evaluator.judge_service import JudgePool
+from cuda_agent_mcp.executors.docker import remove_container
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut
 from cuda_agent_mcp.tools import VerifyRequest, verify_kernels
 from cuda_agent_mcp.tools.evaluate import JudgeFailed
@@ -225,3 +233,35 @@ def test_a_session_on_the_docker_executor_evaluates_in_containers_and_a_killed_j
 
 def _judge_alive(label: str) -> bool:
     return Path(f"/proc/{label.partition(':')[0]}").exists()
+
+
+def test_containers_whose_judge_is_gone_are_removed_and_others_are_kept(pool: ContainerWorkerPool) -> None:
+    def labelled(judge: str) -> Any:
+        return pool.client.containers.run(
+            pool.settings.image,
+            ["sleep", "600"],
+            detach=True,
+            network_mode="none",
+            labels={WORKER_LABEL: judge},
+        )
+
+    gone = labelled("999999999:0")  # no such process
+    reused_pid = labelled(f"{os.getpid()}:0")  # this pid, but another process's start time
+    live = labelled(judge_label())
+    try:
+        assert remove_orphans(pool.client) >= 2
+        remaining = {c.id for c in pool.client.containers.list(all=True, filters={"label": WORKER_LABEL})}
+        assert gone.id not in remaining and reused_pid.id not in remaining
+        assert live.id in remaining
+    finally:
+        for container in (gone, reused_pid, live):
+            remove_container(container)
+
+
+def test_gpu_workers_in_containers_are_refused_for_a_root_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "getuid", lambda: 0)
+    problem = gpu_worker_problem("0")
+    assert problem is not None and "non-root" in problem
+    assert gpu_worker_problem(None) is None
+    monkeypatch.setattr(os, "getuid", lambda: 1000)
+    assert gpu_worker_problem("0") is None
