@@ -379,6 +379,7 @@ async def run_judge(
         async with _gpu_lease(session, exclusive=mode == "profile", device=device, progress=progress) as gpu:
             judge_started = time.monotonic()
             env = judge_env(gpu, session.worker_backend)
+            await anyio.to_thread.run_sync(session.check_worker_backend, env)
             try:
                 report, startup_s = await session.judges.run(job, env, timeout_s)
             except JudgeUnavailable as exc:

@@ -18,6 +18,8 @@ from cuda_agent_mcp.build import (
     detect_arch,
     discover_toolchain,
 )
+from cuda_agent_mcp.errors import ExecutorUnavailable
+from cuda_agent_mcp.evaluator.container_worker import gpu_worker_problem, judge_gpu
 from cuda_agent_mcp.evaluator.judge_service import WORKERS_ENV, JudgePool, WorkerBackend, shared_judge_pool
 from cuda_agent_mcp.executors import DockerExecutor, Executor, default_executor
 from cuda_agent_mcp.executors.docker import IMAGE_ENV
@@ -95,6 +97,14 @@ class Session:
     def worker_backend(self) -> WorkerBackend:
         """Where evaluation workers run: in containers when the session's executor is Docker."""
         return "docker" if isinstance(self.executor, DockerExecutor) else "fork"
+
+    def check_worker_backend(self, env: dict[str, str]) -> None:
+        """Before a judge with container workers starts (it would fail in its log otherwise): the engine
+        and the image answer, and on a GPU the judge is not root. ExecutorUnavailable says why not."""
+        if isinstance(self.executor, DockerExecutor):
+            self.executor.client()
+            if (problem := gpu_worker_problem(judge_gpu(env))) is not None:
+                raise ExecutorUnavailable("docker", problem)
 
     @property
     def builder(self) -> Builder:
