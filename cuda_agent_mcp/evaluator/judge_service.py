@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -31,6 +32,7 @@ import anyio
 from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluator.job import RETIRE_HELD_GPU_BYTES, EvalJob, JudgeReport, ServerReady
 from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, encode
+from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_judge_shm
 
 _log = logging.getLogger(__name__)
 
@@ -54,6 +56,9 @@ class JudgeServer:
     def __init__(self, env: Mapping[str, str], log_path: Path, *, start_timeout_s: float = 180.0) -> None:
         self.log_path = log_path
         self.worker_backend = env.get(WORKERS_ENV, "fork")
+        # Its shared-memory files are named after this tag (and its workers' after its first characters),
+        # so they can be removed when it is killed in the middle of a job.
+        self.shm_tag = uuid.uuid4().hex[:12]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with log_path.open("ab") as log:
@@ -62,7 +67,7 @@ class JudgeServer:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
-                env=dict(env),
+                env={**env, SHM_TAG_ENV: self.shm_tag},
                 start_new_session=True,
             )
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -125,6 +130,7 @@ class JudgeServer:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+        remove_judge_shm(self.shm_tag)
         if self.worker_backend == "docker":
             from cuda_agent_mcp.evaluator.container_worker import remove_workers_of
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import uuid
 from pathlib import Path
 from typing import Literal
@@ -39,9 +40,29 @@ def shm_tag() -> str:
     return tag
 
 
+# The first characters of a tag name its judge: a worker's tag shares them with its judge's, so whoever
+# killed a judge can remove every file of that judge and its workers (`remove_judge_shm`).
+FAMILY_CHARS = 6
+
+
+def worker_tag() -> str:
+    """A new tag for one of this judge's workers."""
+    return shm_tag()[:FAMILY_CHARS] + uuid.uuid4().hex[: 12 - FAMILY_CHARS]
+
+
 def remove_shm_files(tag: str) -> None:
     for path in shm_dir().glob(f"cuda-agent-{tag}-*"):
         path.unlink(missing_ok=True)
+
+
+def remove_judge_shm(judge_tag: str) -> None:
+    """Everything a killed judge (tag `judge_tag`) and its workers left in shared memory: their files in
+    /dev/shm and its private directory (see socket_worker.PrivateShm)."""
+    family = judge_tag[:FAMILY_CHARS]
+    for path in HOST_SHM.glob(f"cuda-agent-{family}*"):
+        path.unlink(missing_ok=True)
+    for path in HOST_SHM.glob(f"cuda-agent-judge-shm-{family}-*"):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class CudaIpcPayload(BaseModel):

@@ -15,11 +15,18 @@ import socket
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from cuda_agent_mcp.evaluator.refs import HOST_SHM, SHM_DIR_ENV, SHM_TAG_ENV, remove_shm_files
+from cuda_agent_mcp.evaluator.refs import (
+    FAMILY_CHARS,
+    HOST_SHM,
+    SHM_DIR_ENV,
+    SHM_TAG_ENV,
+    remove_shm_files,
+    shm_tag,
+    worker_tag,
+)
 from cuda_agent_mcp.evaluator.worker_client import Worker
 from cuda_agent_mcp.executors.docker import chown_tree
 from cuda_agent_mcp.executors.local import child_python_path
@@ -43,7 +50,7 @@ class SocketWorker(Worker):
 
     def __init__(self, scratch: Path, uid: int | None) -> None:
         """`uid`: the worker's user, when it is not ours (its directories are handed to it)."""
-        self.tag = uuid.uuid4().hex[:12]
+        self.tag = worker_tag()
         self.directory = scratch / f"worker-{self.tag}"
         self.load_root = scratch / f"worker-{self.tag}-load"
         self.log_path = self.directory / "worker.log"
@@ -133,7 +140,8 @@ class PrivateShm:
     run under another uid, or (in a container) have its own /dev/shm. See refs.shm_file_mode."""
 
     def __init__(self, uid: int | None) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-shm-", dir=HOST_SHM))
+        family = shm_tag()[:FAMILY_CHARS]
+        self.path = Path(tempfile.mkdtemp(prefix=f"cuda-agent-judge-shm-{family}-", dir=HOST_SHM))
         if uid is not None:
             os.chown(self.path, uid, uid)
         self._previous = os.environ.get(SHM_DIR_ENV)

@@ -20,7 +20,6 @@ import select
 import shutil
 import signal
 import time
-import uuid
 import weakref
 from multiprocessing import forkserver
 from multiprocessing.connection import Connection
@@ -38,7 +37,7 @@ from cuda_agent_mcp.evaluator.protocol import (
     parse_reply,
     write_frame,
 )
-from cuda_agent_mcp.evaluator.refs import SHM_DIR_ENV, SHM_TAG_ENV, remove_shm_files, shm_dir
+from cuda_agent_mcp.evaluator.refs import SHM_DIR_ENV, SHM_TAG_ENV, remove_shm_files, shm_dir, worker_tag
 from cuda_agent_mcp.executors.cgroup import PidsCgroup, pids_cgroup_root
 from cuda_agent_mcp.executors.local import child_python_path
 from cuda_agent_mcp.executors.sandboxed import available_isolation, landlock_abi
@@ -191,7 +190,7 @@ class WorkerProcess(Worker):
     own (its working directory and log; removed on close) and with its own tag for shared-memory names."""
 
     def __init__(self, scratch: Path, env: dict[str, str]) -> None:
-        self.tag = uuid.uuid4().hex[:12]
+        self.tag = worker_tag()
         self.directory = scratch / f"worker-{self.tag}"
         self.directory.mkdir()
         self.log_path = self.directory / "worker.log"

@@ -114,9 +114,12 @@ def test_a_hung_job_kills_its_judge_and_the_next_job_gets_a_new_one(
         + "\nimport time\nModelNew.forward = lambda self, x: time.sleep(3600)\n"
     )
     hung = VerifyRequest(device="cpu", trials=1, audit=False, call_timeout_s=600.0, timeout_s=20.0)
+    shared_before = set(Path("/dev/shm").glob("cuda-agent-*"))
     with pytest.raises(JudgeFailed, match="longer than its limit"):
         anyio.run(lambda: verify_kernels(session, hung))
     assert not pool._idle.get(next(iter(pool._idle), ()), [])  # the hung server was not kept
+    # The killed judge's shared inputs (and its worker's files) were removed for it.
+    assert set(Path("/dev/shm").glob("cuda-agent-*")) <= shared_before
 
     _write_candidate(session)
     result = anyio.run(lambda: verify_kernels(session, CPU_VERIFY))
