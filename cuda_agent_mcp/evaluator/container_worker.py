@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sys
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.evaluator.socket_worker import (
@@ -52,7 +53,7 @@ from cuda_agent_mcp.executors.docker import (
     start_container,
 )
 
-WORKER_LABEL = "cuda-agent-mcp.worker-of"  # value: "<judge pid>:<judge start time>"
+WORKER_LABEL = "cuda-agent-mcp.worker-of"  # value: JudgeIdentity.label()
 MAX_WORKER_PIDS = 1024  # as for forked workers: torch's threads and a compile baseline's workers fit
 WORKER_MEMORY_BYTES = 32 * 1024**3
 _HAS_GPU_DEVICE = Path("/dev/nvidiactl")
@@ -93,8 +94,40 @@ def gpu_worker_problem(gpu: str | None) -> str | None:
     return None
 
 
+class JudgeIdentity(NamedTuple):
+    """Which judge process a worker container belongs to, as its label says: host, pid, and the pid's
+    start time (so a reused pid is not mistaken for the judge). An engine may serve several hosts, so
+    only containers of this host are ever judged orphans here."""
+
+    host: str
+    pid: int
+    started: str
+
+    @classmethod
+    def of(cls, pid: int) -> JudgeIdentity:
+        return cls(socket.gethostname(), pid, _start_time(pid))
+
+    @classmethod
+    def parse(cls, label: str) -> JudgeIdentity | None:
+        parts = label.rsplit(":", 2)
+        if len(parts) != 3 or not parts[1].isdigit():
+            return None
+        return cls(parts[0], int(parts[1]), parts[2])
+
+    def label(self) -> str:
+        return f"{self.host}:{self.pid}:{self.started}"
+
+    @property
+    def here(self) -> bool:
+        return self.host == socket.gethostname()
+
+    @property
+    def gone(self) -> bool:
+        return self.here and _start_time(self.pid) != self.started
+
+
 def judge_label() -> str:
-    return f"{os.getpid()}:{_start_time(os.getpid())}"
+    return JudgeIdentity.of(os.getpid()).label()
 
 
 def _start_time(pid: int) -> str:
@@ -106,24 +139,28 @@ def _start_time(pid: int) -> str:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
+def _worker_containers(client: Any) -> list[tuple[Any, JudgeIdentity | None]]:
+    found = client.containers.list(all=True, filters={"label": WORKER_LABEL})
+    return [(c, JudgeIdentity.parse(c.labels.get(WORKER_LABEL, ""))) for c in found]
+
+
 def remove_orphans(client: Any) -> int:
-    """Remove worker containers whose judge process is gone (killed outright, say). Returns how many."""
-    removed = 0
-    for container in client.containers.list(all=True, filters={"label": WORKER_LABEL}):
-        pid, _, started = container.labels.get(WORKER_LABEL, "").partition(":")
-        if not pid.isdigit() or _start_time(int(pid)) != started:
-            remove_container(container)
-            removed += 1
-    return removed
+    """Remove this host's worker containers whose judge process is gone (killed outright, say).
+    Returns how many."""
+    orphans = [
+        container for container, judge in _worker_containers(client) if judge is not None and judge.gone
+    ]
+    for container in orphans:
+        remove_container(container)
+    return len(orphans)
 
 
 def remove_workers_of(judge_pid: int) -> None:
-    """Remove every worker container of a judge process that was just killed (best effort: a worker
-    whose judge is gone also exits by itself, and the next pool removes orphans)."""
+    """Remove every worker container of a judge process of this host that was just killed (best effort:
+    a worker whose judge is gone also exits by itself, and the next pool removes orphans)."""
     with contextlib.suppress(Exception):
-        client = DockerExecutor().client()
-        for container in client.containers.list(all=True, filters={"label": WORKER_LABEL}):
-            if container.labels.get(WORKER_LABEL, "").partition(":")[0] == str(judge_pid):
+        for container, judge in _worker_containers(DockerExecutor().client()):
+            if judge is not None and judge.here and judge.pid == judge_pid:
                 remove_container(container)
 
 

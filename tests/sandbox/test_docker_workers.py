@@ -6,6 +6,7 @@ Each case asserts the structured verdict and that the next evaluation by the sam
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from cuda_agent_mcp.evaluator import judge as judge_module
 from cuda_agent_mcp.evaluator.container_worker import (
     WORKER_LABEL,
     ContainerWorkerPool,
+    JudgeIdentity,
     gpu_worker_problem,
     judge_label,
     remove_orphans,
@@ -64,7 +66,8 @@ def _in_forward(code: str) -> str:
 def _worker_containers(pool: ContainerWorkerPool) -> list[str]:
     """Ids of this process's worker containers that are running."""
     found = pool.client.containers.list(filters={"label": WORKER_LABEL})
-    return [c.id for c in found if c.labels[WORKER_LABEL].startswith(f"{os.getpid()}:")]
+    mine = JudgeIdentity.of(os.getpid())
+    return [c.id for c in found if JudgeIdentity.parse(c.labels[WORKER_LABEL]) == mine]
 
 
 def test_an_honest_candidate_passes_in_a_container_and_the_record_says_so(run_judge) -> None:
@@ -223,16 +226,12 @@ def test_a_session_on_the_docker_executor_evaluates_in_containers_and_a_killed_j
         left = [
             c
             for c in client.containers.list(all=True, filters={"label": WORKER_LABEL})
-            if not _judge_alive(c.labels[WORKER_LABEL])
+            if (judge := JudgeIdentity.parse(c.labels[WORKER_LABEL])) is None or judge.gone
         ]
         assert not left, [c.labels for c in left]
         assert servers == 1
     finally:
         judges.close()
-
-
-def _judge_alive(label: str) -> bool:
-    return Path(f"/proc/{label.partition(':')[0]}").exists()
 
 
 def test_containers_whose_judge_is_gone_are_removed_and_others_are_kept(pool: ContainerWorkerPool) -> None:
@@ -245,16 +244,18 @@ def test_containers_whose_judge_is_gone_are_removed_and_others_are_kept(pool: Co
             labels={WORKER_LABEL: judge},
         )
 
-    gone = labelled("999999999:0")  # no such process
-    reused_pid = labelled(f"{os.getpid()}:0")  # this pid, but another process's start time
+    host = socket.gethostname()
+    gone = labelled(JudgeIdentity(host, 999999999, "0").label())  # no such process
+    reused_pid = labelled(JudgeIdentity(host, os.getpid(), "0").label())  # this pid, another start time
     live = labelled(judge_label())
+    elsewhere = labelled(JudgeIdentity("another-host", 999999999, "0").label())  # not ours to judge
     try:
         assert remove_orphans(pool.client) >= 2
         remaining = {c.id for c in pool.client.containers.list(all=True, filters={"label": WORKER_LABEL})}
         assert gone.id not in remaining and reused_pid.id not in remaining
-        assert live.id in remaining
+        assert live.id in remaining and elsewhere.id in remaining
     finally:
-        for container in (gone, reused_pid, live):
+        for container in (gone, reused_pid, live, elsewhere):
             remove_container(container)
 
 
