@@ -256,19 +256,34 @@ class ContainerWorkerPool:
 
     @property
     def isolation(self) -> str:
-        gpu = f", GPU {self.settings.gpu} only" if self.settings.gpu is not None else ""
+        if self.settings.gpu is None:
+            namespaces = "own PID namespace, non-root user"
+        else:  # see gpu_worker_problem
+            namespaces = f"GPU {self.settings.gpu} only, the judge's user, PID and IPC namespaces (CUDA IPC)"
         return (
-            "container (docker): own PID namespace, no network, read-only root, non-root user, pids limit "
-            f"{self.settings.pids_limit}, memory limit, cap_drop ALL, no-new-privileges{gpu}"
+            f"container (docker): {namespaces}, no network, read-only root, pids limit "
+            f"{self.settings.pids_limit}, memory limit, cap_drop ALL, no-new-privileges"
         )
 
     def take(self) -> ContainerWorker:
-        """A warm worker (waiting for the one started ahead, if it is still starting)."""
-        with self._lock:
-            future, self._next = self._next, None
-        if future is None:
-            future = self._start_ahead(keep=False)
-        return future.result()
+        """A warm worker (waiting for the one started ahead, if it is still starting). One that died while
+        it waited is replaced: its death must not be blamed on the candidate that would have come next."""
+        problem = ""
+        for _ in range(2):
+            with self._lock:
+                future, self._next = self._next, None
+            if future is None:
+                future = self._start_ahead(keep=False)
+            try:
+                worker = future.result()
+            except WorkerStartFailed as exc:
+                problem = str(exc)
+                continue
+            if worker.alive:
+                return worker
+            problem = f"the worker exited while it waited: {worker.startup_output()}"
+            worker.close()  # which starts the next one
+        raise WorkerStartFailed(f"no worker container stays up: {problem}")
 
     def _start_ahead(self, keep: bool = True) -> Future[ContainerWorker]:
         future: Future[ContainerWorker] = Future()

@@ -184,6 +184,18 @@ def test_a_fork_bomb_stops_at_the_pids_limit_and_leaves_nothing_behind(run_judge
     assert isinstance(run_judge(HONEST).verdict, Passed)
 
 
+def test_a_worker_container_that_died_while_waiting_is_replaced_not_blamed(run_judge, pool) -> None:
+    assert isinstance(run_judge(HONEST).verdict, Passed)  # a container is being started ahead now
+    deadline = time.monotonic() + 120
+    while not list(pool.scratch.glob("worker-*/worker.log")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the worker opens its log once connected: it is ready and waiting
+    assert _worker_containers(pool)
+    for container_id in _worker_containers(pool):
+        pool.client.containers.get(container_id).kill()
+    report = run_judge(HONEST)
+    assert isinstance(report.verdict, Passed), report.verdict
+
+
 def test_allocating_100_gb_of_host_memory_is_a_crash_not_a_dead_machine(run_judge) -> None:
     report = run_judge(_in_forward("import torch\nhog = torch.ones(100 * 2**30, dtype=torch.uint8)"))
     assert isinstance(report.verdict, Crashed), report.verdict
