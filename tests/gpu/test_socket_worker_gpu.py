@@ -9,19 +9,22 @@ open the judge's CUDA IPC handles, which is why GPU container workers run as the
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import pytest
 
-from cuda_agent_mcp.evaluator.job import TimingPolicy
+from cuda_agent_mcp.evaluator.job import JudgeReport, TimingPolicy
 from cuda_agent_mcp.evaluator.socket_worker import PrivateShm, SocketWorker, worker_argv
 from cuda_agent_mcp.executors.docker import SANDBOX_UID
 from cuda_agent_mcp.executors.local import child_python_path
@@ -33,6 +36,7 @@ from tests.evaluator.conftest import judge
 from tests.redteam.workspaces import relu_session
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
+T = TypeVar("T")
 
 
 class ProcessSocketWorker(SocketWorker):
@@ -117,13 +121,6 @@ def scratch() -> Iterator[Path]:
 
 
 @pytest.fixture
-def pool(scratch: Path) -> Iterator[ProcessSocketPool]:
-    workers = ProcessSocketPool(scratch, None)
-    yield workers
-    workers.close()
-
-
-@pytest.fixture
 def relu_build(tmp_path: Path, shared_build_cache: Path) -> BuildResult:
     build = anyio.run(lambda: compile_kernels(relu_session(tmp_path / "build", shared_build_cache)))
     assert build.ok and build.extension_path is not None, build.failure
@@ -146,21 +143,43 @@ def _relu_job(build: BuildResult, workers: ProcessSocketPool) -> dict[str, objec
 RELU_CANDIDATE = (EXAMPLES / "relu" / "model_new.py").read_text()
 
 
+def _judge_relu(
+    tmp_path: Path, scratch: Path, uid: int | None, build: BuildResult, modes: tuple[str, ...]
+) -> tuple[list[JudgeReport], str, int]:
+    """Evaluate the ReLU build once per mode with socket workers under `uid`: the reports, the pool's
+    isolation and how many workers it started."""
+    pool = ProcessSocketPool(scratch, uid)
+    try:
+        reports = []
+        for mode in modes:
+            (tmp_path / mode).mkdir()
+            reports.append(judge(tmp_path / mode, RELU_CANDIDATE, mode=mode, **_relu_job(build, pool)))
+        return reports, pool.isolation, pool.taken
+    finally:
+        pool.close()
+
+
+def _in_fresh_process(function: Callable[..., T], *args: object) -> T:
+    """`function(*args)` in a spawned process: the judge makes its CUDA context there, not in the test
+    process (whose holding the GPU other tests' health probes would count as a leftover of ours)."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as executor:
+        return executor.submit(function, *args).result(timeout=600)
+
+
 def test_verify_and_profile_of_a_compiled_kernel_through_socket_workers(
-    tmp_path: Path, relu_build: BuildResult, pool: ProcessSocketPool
+    tmp_path: Path, relu_build: BuildResult, scratch: Path
 ) -> None:
-    job = _relu_job(relu_build, pool)
-    (tmp_path / "verify").mkdir()
-    (tmp_path / "profile").mkdir()
-    verified = judge(tmp_path / "verify", RELU_CANDIDATE, **job)
+    (verified, profiled), isolation, taken = _in_fresh_process(
+        _judge_relu, tmp_path, scratch, None, relu_build, ("verify", "profile")
+    )
     assert isinstance(verified.verdict, Passed), verified.verdict
-    assert verified.environment["worker_isolation"] == pool.isolation
-    profiled = judge(tmp_path / "profile", RELU_CANDIDATE, mode="profile", **job)
+    assert verified.environment["worker_isolation"] == isolation
     assert isinstance(profiled.verdict, Passed), profiled.verdict
     assert profiled.candidate is not None and profiled.kernels is not None
-    assert pool.taken == 2
+    assert taken == 2
     print(
-        f"\nsocket workers ({pool.isolation}): verify phases {verified.phases_s}; "
+        f"\nsocket workers ({isolation}): verify phases {verified.phases_s}; "
         f"profile median {profiled.candidate.median_ms:.4f} ms, cv {profiled.candidate.cv:.4f}"
     )
 
@@ -171,10 +190,6 @@ def test_a_worker_under_another_uid_cannot_open_the_judges_cuda_ipc_handles(
     uid = _worker_uid()
     if uid is None:
         pytest.skip("needs root and a checkout other users can read")
-    other = ProcessSocketPool(scratch, uid)
-    try:
-        report = judge(tmp_path, RELU_CANDIDATE, **_relu_job(relu_build, other))
-    finally:
-        other.close()
+    (report,), _, _ = _in_fresh_process(_judge_relu, tmp_path, scratch, uid, relu_build, ("verify",))
     assert isinstance(report.verdict, Crashed), report.verdict
     assert "cannot open CUDA IPC handle" in report.verdict.message
