@@ -14,7 +14,6 @@ import contextlib
 import json
 import logging
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -31,12 +30,11 @@ import anyio
 
 from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluator.job import RETIRE_HELD_GPU_BYTES, EvalJob, JudgeReport, ServerReady
-from cuda_agent_mcp.evaluator.protocol import MAX_FRAME_BYTES, encode
+from cuda_agent_mcp.evaluator.protocol import FrameError, encode, read_frame_body
 from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_judge_shm
 
 _log = logging.getLogger(__name__)
 
-_HEADER_BYTES = 4
 # Where a judge server's workers run: forked from its fork server, or each in a container.
 WORKERS_ENV = "CUDA_AGENT_WORKERS"
 WorkerBackend = Literal["fork", "docker"]
@@ -94,31 +92,16 @@ class JudgeServer:
 
     def _read_frame(self, deadline: float, what: str, *, limit_s: float | None = None) -> bytes:
         try:
-            length = int.from_bytes(self._read(_HEADER_BYTES, deadline), "big")
-            if length > MAX_FRAME_BYTES:
-                raise EOFError(f"frame of {length} bytes")
-            return self._read(length, deadline)
+            return read_frame_body(self._replies, deadline)
         except TimeoutError:
             self.kill()
             limit = f" ({limit_s:.0f} s)" if limit_s is not None else ""
             raise JudgeUnavailable(f"the {what} took longer than its limit{limit}") from None
-        except EOFError:
+        except (EOFError, FrameError):
             self.kill()
             raise JudgeUnavailable(
                 f"the judge exited during the {what} (status {self.process.returncode}){self._log_tail()}"
             ) from None
-
-    def _read(self, count: int, deadline: float) -> bytes:
-        chunks = bytearray()
-        while len(chunks) < count:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self._replies], [], [], remaining)[0]:
-                raise TimeoutError
-            chunk = os.read(self._replies, count - len(chunks))
-            if not chunk:
-                raise EOFError("the judge closed its pipe")
-            chunks += chunk
-        return bytes(chunks)
 
     @property
     def alive(self) -> bool:

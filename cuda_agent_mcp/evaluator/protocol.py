@@ -7,7 +7,9 @@ on the protocol pipe count, and the judge validates each one against these model
 from __future__ import annotations
 
 import os
+import select
 import struct
+import time
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -144,9 +146,15 @@ def write_frame(fd: int, message: BaseModel) -> None:
         data = data[written:]
 
 
-def read_exact(fd: int, count: int) -> bytes:
+def read_exact(fd: int, count: int, deadline: float | None = None) -> bytes:
+    """`count` bytes; EOFError when the other side closes first, TimeoutError once `deadline` (a
+    time.monotonic() value) passes."""
     chunks = bytearray()
     while len(chunks) < count:
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise TimeoutError
         chunk = os.read(fd, count - len(chunks))
         if not chunk:
             raise EOFError("the other side closed the pipe")
@@ -154,11 +162,11 @@ def read_exact(fd: int, count: int) -> bytes:
     return bytes(chunks)
 
 
-def read_frame_body(fd: int) -> bytes:
-    (length,) = _HEADER.unpack(read_exact(fd, _HEADER.size))
+def read_frame_body(fd: int, deadline: float | None = None) -> bytes:
+    (length,) = _HEADER.unpack(read_exact(fd, _HEADER.size, deadline))
     if length > MAX_FRAME_BYTES:
         raise FrameError(f"frame of {length} bytes exceeds {MAX_FRAME_BYTES}")
-    return read_exact(fd, length)
+    return read_exact(fd, length, deadline)
 
 
 def parse_request(body: bytes) -> LoadRequest | CallRequest | ReleaseRequest:

@@ -16,7 +16,6 @@ import contextlib
 import importlib
 import multiprocessing
 import os
-import select
 import shutil
 import signal
 import time
@@ -30,11 +29,11 @@ from typing import Literal, Protocol
 from pydantic import BaseModel
 
 from cuda_agent_mcp.evaluator.protocol import (
-    MAX_FRAME_BYTES,
     ForkSetup,
     FrameError,
     ReleaseRequest,
     parse_reply,
+    read_frame_body,
     write_frame,
 )
 from cuda_agent_mcp.evaluator.refs import SHM_DIR_ENV, SHM_TAG_ENV, remove_shm_files, shm_dir, worker_tag
@@ -47,7 +46,6 @@ LOG_TAIL_BYTES = 4000
 # torch.compile baseline's compile workers fit; a fork bomb stops here.
 MAX_WORKER_PIDS = 1024
 RELEASE_TIMEOUT_S = 2.0  # an honest worker unmaps in milliseconds
-_HEADER_BYTES = 4
 
 
 def worker_isolation() -> str:
@@ -103,11 +101,7 @@ class Worker:
         deadline = time.monotonic() + timeout_s
         try:
             write_frame(self._request_write, message)
-            header = self._read(_HEADER_BYTES, deadline)
-            length = int.from_bytes(header, "big")
-            if length > MAX_FRAME_BYTES:
-                raise FrameError(f"frame of {length} bytes")
-            return parse_reply(self._read(length, deadline))
+            return parse_reply(read_frame_body(self._reply_read, deadline))
         except TimeoutError:
             self.kill()
             raise WorkerLost("timeout", f"no answer within {timeout_s:.1f} s", self.log_tail()) from None
@@ -117,18 +111,6 @@ class Worker:
         except FrameError as exc:
             self.kill()
             raise WorkerLost("protocol", str(exc), self.log_tail()) from None
-
-    def _read(self, count: int, deadline: float) -> bytes:
-        chunks = bytearray()
-        while len(chunks) < count:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self._reply_read], [], [], remaining)[0]:
-                raise TimeoutError
-            chunk = os.read(self._reply_read, count - len(chunks))
-            if not chunk:
-                raise EOFError("the worker closed its pipe")
-            chunks += chunk
-        return bytes(chunks)
 
     def log_tail(self) -> str:
         try:
