@@ -117,7 +117,16 @@ class WrongOutput(_Frozen):
 
 
 ContractCheck = Literal[
-    "structure", "dtype", "shape", "device", "transport", "input_mutated", "nan_positions", "nondeterministic"
+    "structure",
+    "dtype",
+    "shape",
+    "device",
+    "transport",
+    "input_mutated",
+    "nan_positions",
+    "nondeterministic",
+    "aliasing",
+    "tensor_type",
 ]
 
 
@@ -171,6 +180,8 @@ class Rejected(_Frozen):
         "noisy_timing",
         "precision_downgrade",
         "foreign_kernels",
+        "sanitizer",
+        "foreign_work",
     ]
     message: str
     findings: list[AuditFinding] = []
@@ -267,6 +278,34 @@ class NcuReport(_Frozen):
     wall_s: float = 0.0
 
 
+class SpeedOfLight(_Frozen):
+    """The least time the task's work can take on this GPU (SOL-ExecBench's T_SOL), and how close the
+    candidate came: bytes the reference must move (inputs read once, outputs written once) against the
+    measured copy bandwidth, FLOPs (counted on the meta device) against the measured arithmetic peak."""
+
+    t_sol_ms: float = Field(description="max(bytes / bandwidth, flops / peak)")
+    bytes_moved: int
+    flops: int
+    bound: Literal["memory", "compute"]
+    fraction: float | None = Field(default=None, description="t_sol / candidate's median time (1 = at SOL)")
+    score: float | None = Field(
+        default=None,
+        description="SOL-ExecBench's score 1 / (1 + (t_k - t_sol) / (t_b - t_sol)), t_b the faster baseline: "
+        "0.5 at the baseline, 1 at speed of light",
+    )
+    peaks: str = Field(
+        default="", description="where the peak figures came from (GPU identity, measured when)"
+    )
+
+
+class SpeedupInterval(_Frozen):
+    """A bootstrap confidence interval of a speedup (ratio of medians, both sides' samples resampled)."""
+
+    low: float
+    high: float
+    confidence: float = 0.95
+
+
 class ProfileResult(_Frozen):
     verdict: Verdict
     candidate: TimingStats | None = None
@@ -293,6 +332,22 @@ class ProfileResult(_Frozen):
         None, description="the first run's verdict, when a second run replaced it"
     )
     ncu: NcuReport | None = Field(None, description="per-kernel Nsight Compute metrics (detail='ncu')")
+    speedup_vs_eager_ci: SpeedupInterval | None = None
+    speedup_vs_compile_ci: SpeedupInterval | None = None
+    speed_of_light: SpeedOfLight | None = None
+    evidence_missing: list[str] = Field(
+        default_factory=list,
+        description="evidence the verdict could not gather (e.g. 'kernel_trace'): the timing is untrusted and "
+        "the reward is capped at correctness",
+    )
+    faster_than_sol: bool = Field(
+        default=False,
+        description="the median beat the speed of light: re-measured, never rewarded above correct",
+    )
+    within_noise: bool = Field(
+        default=False,
+        description="a speedup's confidence interval straddles a reward threshold: the milestone is not granted",
+    )
 
 
 class EvalResult(_Frozen):
