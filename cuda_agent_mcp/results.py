@@ -215,6 +215,11 @@ class TimingStats(_Frozen):
         "median over the calls (near zero for honest code; large values mean hidden work)",
     )
     judge_excess_max_ms: float | None = Field(None, description="the same, worst call")
+    samples_ms: list[float] = Field(
+        default_factory=list,
+        description="the time per call of each accepted batch (for confidence intervals)",
+    )
+    batch_calls: int = Field(default=1, description="calls per timed batch (short kernels run in batches)")
 
 
 class VerifyResult(_Frozen):

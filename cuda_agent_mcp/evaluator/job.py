@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.results import KernelBreakdown, TimingStats, Verdict
+from cuda_agent_mcp.results import KernelBreakdown, SpeedOfLight, TimingStats, Verdict
 
 Distribution = Literal["task", "shifted", "resized"]
 DISTRIBUTIONS: tuple[Distribution, ...] = ("task", "shifted", "resized")
@@ -28,6 +28,12 @@ class TimingPolicy(BaseModel):
     )
     max_disagreeing_fraction: float = Field(
         0.5, ge=0, le=1, description="discarded samples above this fraction reject the timing outright"
+    )
+    window_ms: float = Field(
+        default=2.0,
+        ge=0,
+        description="short calls run in batches holding at least this much work (by the judge's clock), so "
+        "the clocks' relative tolerances are never smaller than launch overhead",
     )
 
 
@@ -109,6 +115,15 @@ class JudgeReport(BaseModel):
         default_factory=dict, description="GPU, driver, CUDA and torch the judge used"
     )
     infra_error: str | None = Field(None, description="set when the judge itself failed; never scored")
+    evidence_missing: list[str] = Field(
+        default_factory=list,
+        description="evidence the judge could not gather: the timing is untrusted and the reward capped at correctness",
+    )
+    speed_of_light: SpeedOfLight | None = None
+    faster_than_sol: bool = False
+    hidden_sizes: str = Field(
+        default="", description="how the hidden-size trial grew the task (or why it could not)"
+    )
     held_gpu_bytes: int = Field(
         0,
         description="GPU memory the judge server still held after the job and its cache was emptied: "

@@ -1,18 +1,27 @@
 """The trusted side of an evaluation: inputs, reference outputs, comparisons, clocks and verdicts.
 
-Runs in its own process (see __main__). It imports the pristine reference, never the candidate: the
-candidate runs in a Worker and only tensors cross, through `transport`.
+Runs in the judge process. It imports the pristine reference, never the candidate: the candidate runs in
+a Worker and only tensors cross, through `transport`, in memory of their own (`staging`).
+
+Every call the worker serves is one *batch*: K input sets prepared (mapped at new addresses, free memory
+poisoned, L2 flushed) and then run back to back inside the clocks. Verify trials and timed samples are
+batches alike; every output of every batch is checked (contract, aliasing, values, precision, inputs
+untouched). Nothing in the worker tells them apart, so a candidate that behaves only while checked is
+checked while it misbehaves. Only the observed passes (op recorder, profiler) are visible to it, and what
+they show can only reject.
 """
 
 from __future__ import annotations
 
 import base64
 import importlib.util
+import math
 import pickle
 import secrets
 import statistics
 import time
 from collections import Counter
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
@@ -26,17 +35,22 @@ from cuda_agent_mcp.evaluator.kernels import breakdown
 from cuda_agent_mcp.evaluator.ops import forbidden_ops
 from cuda_agent_mcp.evaluator.phases import PhaseClock
 from cuda_agent_mcp.evaluator.protocol import (
-    CallRequest,
-    CallResult,
-    Failure,
+    BatchResult,
+    KernelTrace,
     Loaded,
     LoadRequest,
-    ReleaseRequest,
+    ObserveRequest,
+    PingRequest,
+    Prepared,
+    PrepareRequest,
+    RunRequest,
 )
-from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
-from cuda_agent_mcp.evaluator.sizes import Size, resized, size_globals
+from cuda_agent_mcp.evaluator.refs import CudaIpcPayload, TensorRef, release_shm
+from cuda_agent_mcp.evaluator.sizes import SizePlan, grown_inputs, hidden_size_plan
+from cuda_agent_mcp.evaluator.staging import InputStage, Staged, private_copies
 from cuda_agent_mcp.evaluator.timing import (
-    disagreement,
+    HarnessCost,
+    clock_problem,
     median_rse,
     paused_garbage_collection,
     summarize,
@@ -58,9 +72,18 @@ from cuda_agent_mcp.results import (
 )
 
 POISON_VALUES = (float("nan"), -7.77e7)
-CALIBRATION_CALLS = 8
-MAX_HARNESS_EXCESS_MS = 2.0
 _FULL_PRECISION = (torch.float32, torch.float64)
+# A batch holds enough calls for TimingPolicy.window_ms of work (principle 4: the clocks' tolerances are
+# relative, so launch overhead and a margin cannot hide work in short windows), within a memory budget.
+MAX_BATCH = 128
+BATCH_MEMORY_BYTES = 1 << 30
+# After the warm-up, every CHECK_EVERY-th timed batch uses the shifted distribution and is not a sample:
+# the distribution tells a candidate nothing about whether it is being timed.
+CHECK_EVERY = 4
+# The traced batch may run at most this much longer per call than the timed median before the
+# candidate is taken to behave differently when it is observed.
+OBSERVED_SLOWDOWN_LIMIT = 1.15
+CALIBRATION_CALLS = 6
 
 
 class VerdictReached(Exception):
@@ -69,6 +92,35 @@ class VerdictReached(Exception):
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
         super().__init__(verdict.status)
+
+
+@dataclass
+class InputSet:
+    """One call's inputs (the judge's own, never shared) and the reference's outputs on them."""
+
+    distribution: str
+    inputs: list[Any]
+    structure: str
+    expected: list[torch.Tensor]
+
+    @property
+    def out_bytes(self) -> int:
+        return sum(e.numel() * e.element_size() for e in self.expected)
+
+    @property
+    def in_bytes(self) -> int:
+        return sum(x.numel() * x.element_size() for x in self.inputs if isinstance(x, torch.Tensor))
+
+
+@dataclass
+class BatchRun:
+    """What one batch gave: the worker's reply, private copies of every set's outputs, the clocks."""
+
+    reply: BatchResult
+    outputs: list[list[torch.Tensor]]
+    judge_ms: float
+    ping_ms: float
+    staged: list[Staged]
 
 
 class Judge:
@@ -93,19 +145,20 @@ class Judge:
             with torch.device(self.device):
                 self.init_args = list(self.reference.get_init_inputs())
                 self.model = self.reference.Model(*self.init_args).to(self.device).eval()
-            self.state = {k: v.detach().contiguous() for k, v in self.model.state_dict().items()}
+            self.state = {k: v.detach() for k, v in self.model.state_dict().items()}
+        self.stage = InputStage(self.device)
         self.distributions_used: list[str] = []
-        self._persistent: dict[int, tuple[torch.Tensor, TensorRef]] = {}
-        self._buffers: list[Any] = []
-        self._harness_excess: dict[Worker, float] = {}
+        self.batch_size = 1
+        self._harness: dict[Worker, HarnessCost] = {}
+        self._calls = 0
 
     # -- inputs and reference ------------------------------------------------------------------
 
     @cached_property
-    def hidden_sizes(self) -> dict[str, Size]:
-        """The reference's size globals for the resized trial (evaluator/sizes.py); worked out on first
+    def size_plan(self) -> SizePlan:
+        """How the hidden-size trial grows this task's inputs (evaluator/sizes.py); worked out on first
         use, so profile and baseline jobs never pay for it."""
-        return size_globals(self.reference)
+        return hidden_size_plan(self.reference)
 
     def make_inputs(self, seed: int, distribution: str) -> list[Any]:
         with self.clock.phase("inputs"):
@@ -113,11 +166,12 @@ class Judge:
 
     def _make_inputs(self, seed: int, distribution: str) -> list[Any]:
         torch.manual_seed(seed)
-        sizes = self.hidden_sizes if distribution == "resized" else {}
-        with torch.device(self.device), resized(self.reference, sizes):
-            inputs = [
-                x.to(self.device) if isinstance(x, torch.Tensor) else x for x in self.reference.get_inputs()
-            ]
+        if distribution == "resized":
+            inputs = grown_inputs(self.reference, self.size_plan, seed, self.device)
+        else:
+            with torch.device(self.device):
+                inputs = list(self.reference.get_inputs())
+        inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
         if distribution == "shifted":
             # Centre and widen every float input: signs flip, so kernels that assume the task's
             # own range (e.g. a ReLU skipped on non-negative inputs) are found out.
@@ -127,35 +181,8 @@ class Judge:
             ]
         return inputs
 
-    def staged(self, fresh: list[Any]) -> list[Any]:
-        """`fresh` written into the judge's persistent input buffers (made on first use, and again if the
-        shapes change). The worker maps them once, so calls carry no mapping cost, and a cache keyed by
-        pointer sees the same pointers holding new contents."""
-
-        def same(buffer: Any, value: Any) -> bool:
-            if isinstance(value, torch.Tensor):
-                return (
-                    isinstance(buffer, torch.Tensor)
-                    and buffer.shape == value.shape
-                    and buffer.dtype == value.dtype
-                    and buffer.stride() == value.stride()
-                )
-            return not isinstance(buffer, torch.Tensor)
-
-        if len(self._buffers) != len(fresh) or not all(map(same, self._buffers, fresh)):
-            self._persistent.clear()
-            self._buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in fresh]
-            return list(self._buffers)
-        staged = []
-        for buffer, value in zip(self._buffers, fresh, strict=True):
-            if isinstance(value, torch.Tensor):
-                buffer.copy_(value)
-                staged.append(buffer)
-            else:
-                staged.append(value)
-        return staged
-
     def reference_outputs(self, inputs: list[Any]) -> tuple[str, list[torch.Tensor]]:
+        """The reference on copies of `inputs` (it may write its inputs; the originals stay pristine)."""
         with self.clock.phase("reference"):
             clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
             with torch.no_grad():
@@ -163,6 +190,29 @@ class Judge:
         if isinstance(output, torch.Tensor):
             return "tensor", [output]
         return ("tuple" if isinstance(output, tuple) else "list"), list(output)
+
+    def input_set(self, seed: int, distribution: str) -> InputSet:
+        """One call's inputs and the reference's outputs. A distribution the reference cannot use
+        (non-finite outputs on shifted inputs, an error at other sizes, a task without a size plan)
+        falls back to the task's own."""
+        if distribution == "resized" and self.size_plan.kind == "fixed":
+            distribution = "task"
+        inputs = self.make_inputs(seed, distribution)
+        try:
+            structure, expected = self.reference_outputs(inputs)
+        except Exception:
+            if distribution != "resized":
+                raise
+            return self.input_set(seed, "task")
+        if distribution != "task" and not all(
+            bool(torch.isfinite(e).all()) for e in expected if e.is_floating_point()
+        ):
+            return self.input_set(seed, "task")
+        return InputSet(distribution, inputs, structure, expected)
+
+    def input_sets(self, seed: int, distribution: str, count: int) -> list[InputSet]:
+        """`count` sets of one distribution, from seeds derived from `seed` (replayable verify)."""
+        return [self.input_set(_derived(seed, index), distribution) for index in range(count)]
 
     # -- talking to workers ----------------------------------------------------------------------
 
@@ -182,7 +232,7 @@ class Judge:
             worker = self.workers.take()
         try:
             if for_timing:
-                self._harness_excess[worker] = self.calibrate(worker, self.job.timeouts.call_s)
+                self._harness[worker] = self.calibrate(worker, self.job.timeouts.call_s)
             return self._load(worker, directory, module, class_name, compile_model)
         except BaseException:
             worker.close()
@@ -194,7 +244,8 @@ class Judge:
         # Whatever is loaded from the candidate's directory runs in the filesystem view.
         confine = Path(directory) == Path(self.job.candidate_dir)
         directory = worker.stage(directory)
-        state = {k: share(v) for k, v in self.state.items()}
+        copies, pool = private_copies(self.state)
+        state = {k: share(v) for k, v in copies.items()}
         request = LoadRequest(
             directory=str(directory),
             module=module,
@@ -211,80 +262,95 @@ class Judge:
         finally:
             for ref in state.values():
                 release_shm(ref)
+        worker.keep_alive = (copies, pool)  # the worker's weights stay mapped while it lives
         if not isinstance(reply, Loaded):
             raise VerdictReached(
                 Crashed(phase="load", kind="protocol", message=f"unexpected reply {reply.op}")
             )
         return worker
 
-    def call(
+    def run_batch(
         self,
         worker: Worker,
-        inputs: list[Any],
+        sets: list[InputSet] | list[list[Any]],
         *,
-        timed: bool,
-        poison: float | None,
-        out_bytes: int,
         timeout_s: float,
-        persistent: bool = False,
-        trace_kernels: bool = False,
-    ) -> tuple[CallResult, list[torch.Tensor], float, list[Any]]:
-        """One call. Returns the reply, private copies of the outputs, the judge's clock in ms, and the
-        inputs as the worker saw them (the same memory on the GPU; the shared copies on the CPU)."""
-        refs = [self._share(x, persistent) if isinstance(x, torch.Tensor) else None for x in inputs]
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)  # the worker reads these bytes from another context
-        seen = [
-            open_ref(ref, max_bytes=1 << 40) if ref is not None and not x.is_cuda else x
-            for x, ref in zip(inputs, refs, strict=True)
-        ]
-        scalars = {i: x for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)}
-        request = CallRequest(
-            inputs=refs,
-            scalars_pickle=base64.b64encode(pickle.dumps(scalars)).decode() if scalars else "",
-            timed=timed,
-            poison=poison,
-            poison_bytes=2 * out_bytes if poison is not None else 0,
-            record_ops=self.job.op_audit and not timed,
-            trace_kernels=trace_kernels,
+        poison: float | None = None,
+        observe: Literal["ops", "kernels"] | None = None,
+        out_bytes: int | None = None,
+    ) -> BatchRun:
+        """One batch: stage the inputs at new addresses, prepare (poison, flush), run inside the
+        clocks, copy every set's outputs out of the worker."""
+        inputs = [s.inputs if isinstance(s, InputSet) else s for s in sets]
+        if out_bytes is None:
+            out_bytes = sum(s.out_bytes for s in sets if isinstance(s, InputSet))
+        with self.clock.phase("staging"):
+            staged = self.stage.stage(inputs)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)  # the worker reads these bytes from another context
+        self._calls += 1
+        prepare = PrepareRequest(
+            sets=[s.refs for s in staged],
+            scalars_pickle=[_scalars(s.views) for s in staged],
+            poison=poison if poison is not None else secrets.choice(POISON_VALUES),
+            poison_bytes=2 * out_bytes,
         )
+        with self.clock.phase("prepare"):
+            reply = self._ask(worker, prepare, "call", timeout_s)
+        if not isinstance(reply, Prepared):
+            raise VerdictReached(
+                Crashed(phase="call", kind="protocol", message=f"unexpected reply {reply.op}")
+            )
+        request = RunRequest() if observe is None else ObserveRequest(kind=observe)
         started = time.perf_counter()
         reply = self._ask(worker, request, "call", timeout_s)
         judge_ms = (time.perf_counter() - started) * 1e3
         self.clock.add("candidate_calls", judge_ms / 1e3)
-        if not isinstance(reply, CallResult):
+        if not isinstance(reply, BatchResult):
             raise VerdictReached(
                 Crashed(phase="call", kind="protocol", message=f"unexpected reply {reply.op}")
             )
+        if len(reply.sets) != len(staged):
+            raise VerdictReached(
+                Crashed(
+                    phase="call",
+                    kind="protocol",
+                    message=f"{len(reply.sets)} results for {len(staged)} calls",
+                )
+            )
+        with self.clock.phase("output_copy"):
+            outputs = self._copy_outputs(reply, staged, out_bytes)
+        ping_ms = self._round_trip_ms(worker, timeout_s)
+        return BatchRun(reply=reply, outputs=outputs, judge_ms=judge_ms, ping_ms=ping_ms, staged=staged)
+
+    def _copy_outputs(
+        self, reply: BatchResult, staged: list[Staged], out_bytes: int
+    ) -> list[list[torch.Tensor]]:
+        """Private copies of every output; an output that aliases an input or another output is a
+        contract violation (principle 10), whatever the worker says about it."""
+        if reply.aliased:
+            raise VerdictReached(ContractViolation(check="aliasing", trial=0, message=reply.aliased))
+        limit = 4 * out_bytes + (1 << 20)
+        copies = []
         try:
-            with self.clock.phase("output_copy"):
-                limit = 4 * out_bytes + (1 << 20)
-                copies = [open_ref(r, max_bytes=limit).clone() for r in reply.outputs]
-                if self.device.type == "cuda":
-                    torch.cuda.synchronize(self.device)
+            for index, (result, inputs) in enumerate(zip(reply.sets, staged, strict=True)):
+                if (
+                    overlap := _aliases(result.outputs, [r for r in inputs.refs if r is not None])
+                ) is not None:
+                    raise VerdictReached(
+                        ContractViolation(check="aliasing", trial=0, message=f"call {index}: {overlap}")
+                    )
+                copies.append([open_ref(r, max_bytes=limit).clone() for r in result.outputs])
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
         except TransportError as exc:
             raise VerdictReached(ContractViolation(check="transport", trial=0, message=str(exc))) from None
-        with self.clock.phase("release"):
-            self._ask(worker, ReleaseRequest(), "call", timeout_s)
-        for ref in refs:
-            if ref is not None and not persistent:
-                release_shm(ref)
-        return reply, copies, judge_ms, seen
-
-    def _share(self, tensor: torch.Tensor, persistent: bool) -> TensorRef:
-        """Share a tensor; persistent buffers are shared once, so the worker sees the same reference
-        (and keeps its mapping) on every call."""
-        if not persistent or not tensor.is_cuda:
-            return share(tensor)
-        key = id(tensor)
-        if key not in self._persistent:
-            self._persistent[key] = (tensor, share(tensor))
-        return self._persistent[key][1]
+        return copies
 
     def _round_trip_ms(self, worker: Worker, timeout_s: float) -> float:
-        """The judge's clock around a request that does nothing (a release): the protocol's own cost."""
+        """The judge's clock around a request that does nothing: the protocol's own cost."""
         started = time.perf_counter()
-        self._ask(worker, ReleaseRequest(), "call", timeout_s)
+        self._ask(worker, PingRequest(), "call", timeout_s)
         return (time.perf_counter() - started) * 1e3
 
     def _ask(self, worker: Worker, request: Any, phase: str, timeout_s: float) -> Any:
@@ -297,226 +363,242 @@ class Judge:
             raise VerdictReached(
                 Crashed(phase=phase, kind=kind, message=lost.detail, log_tail=lost.log_tail)  # type: ignore[arg-type]
             ) from None
-        if isinstance(reply, Failure):
+        if reply.op == "failure":
             raise VerdictReached(
                 Crashed(phase=reply.phase, kind=reply.kind, message=reply.message, log_tail=worker.log_tail())
             )
         return reply
 
-    # -- verify ----------------------------------------------------------------------------------
+    # -- checks shared by every batch --------------------------------------------------------------
 
-    def trial_inputs(self, seed: int, distribution: str) -> tuple[str, list[Any], str, list[torch.Tensor]]:
-        """Inputs of one trial and the reference's outputs on them. A distribution the reference cannot
-        use (non-finite outputs on shifted inputs, an error at other sizes, a task without size globals)
-        falls back to the task's own."""
-        if distribution == "resized" and not self.hidden_sizes:
-            distribution = "task"
-        inputs = self.staged(self.make_inputs(seed, distribution))
-        try:
-            structure, expected = self.reference_outputs(inputs)
-        except Exception:
-            if distribution != "resized":
-                raise
-            return self.trial_inputs(seed, "task")
-        if distribution != "task" and not all(
-            bool(torch.isfinite(e).all()) for e in expected if e.is_floating_point()
-        ):
-            return self.trial_inputs(seed, "task")
-        return distribution, inputs, structure, expected
-
-    def verify(self, worker: Worker) -> Verdict:
-        worst_abs = worst_rel = 0.0
-        for trial, seed in enumerate(self.job.seeds):
-            distribution, inputs, structure, expected = self.trial_inputs(
-                seed, self.job.distributions[trial % len(self.job.distributions)]
-            )
-            self.distributions_used.append(distribution)
-            pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-            out_bytes = sum(e.numel() * e.element_size() for e in expected)
-            first: list[torch.Tensor] = []
-            for attempt, poison in enumerate(POISON_VALUES):
-                reply, actual, _, seen = self.call(
-                    worker,
-                    inputs,
-                    timed=False,
-                    poison=poison,
-                    out_bytes=out_bytes,
-                    timeout_s=self.job.timeouts.call_s,
-                    persistent=True,
+    def check_batch(
+        self, run: BatchRun, sets: list[InputSet], phase: Literal["verify", "timed"], trial: int
+    ) -> None:
+        """Every output of every call: the contract, values, precision; inputs untouched."""
+        for index, (actual, expected, staged) in enumerate(zip(run.outputs, sets, run.staged, strict=True)):
+            result = run.reply.sets[index]
+            with self.clock.phase("compare"):
+                problem = check_outputs(
+                    actual,
+                    result.structure,
+                    expected.expected,
+                    expected.structure,
+                    atol=self.job.atol,
+                    rtol=self.job.rtol,
                 )
-                if forbidden := forbidden_ops(reply.ops):
-                    return Rejected(
-                        reason="forbidden_op",
-                        message=f"forward() dispatched PyTorch compute: {', '.join(forbidden[:8])}",
-                        findings=[
-                            AuditFinding(
-                                file="model_new.py",
-                                line=None,
-                                rule="runtime_op",
-                                message=f"forward() ran {op}",
-                            )
-                            for op in forbidden
-                        ],
+            if problem is not None:
+                raise VerdictReached(_verdict_for(problem, phase, trial, expected.distribution))
+            with self.clock.phase("compare"):
+                mutated = [
+                    position
+                    for position, (before, after) in enumerate(
+                        zip(expected.inputs, staged.views, strict=True)
                     )
-                with self.clock.phase("compare"):
-                    problem = check_outputs(
-                        actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
-                    )
-                if problem is not None:
-                    return _verdict_for(problem, "verify", trial, distribution)
-                with self.clock.phase("compare"):
-                    mutated = [
-                        index
-                        for index, (before, after) in enumerate(zip(pristine, seen, strict=True))
-                        if isinstance(before, torch.Tensor) and not unchanged(before, after)
-                    ]
-                if mutated:
-                    return ContractViolation(
+                    if isinstance(before, torch.Tensor) and not unchanged(before, after)
+                ]
+            if mutated:
+                raise VerdictReached(
+                    ContractViolation(
                         check="input_mutated",
                         trial=trial,
                         message=f"input {mutated[0]} was modified by forward()",
                     )
-                if attempt == 0:
-                    first = actual
-                elif check_outputs(
-                    actual, reply.structure, first, structure, atol=self.job.atol, rtol=self.job.rtol
-                ):
-                    return ContractViolation(
-                        check="nondeterministic",
-                        trial=trial,
-                        message="two calls on the same inputs, with freed memory filled differently, disagree: "
-                        "the output depends on memory it did not write",
-                    )
-            for index, (out, ref) in enumerate(zip(first, expected, strict=True)):
-                abs_error, rel_error, norm_error = errors(out, ref)
-                worst_abs, worst_rel = max(worst_abs, abs_error), max(worst_rel, rel_error)
-                limit = self.job.max_error_norm
-                if limit is not None and ref.dtype in _FULL_PRECISION and norm_error > limit:
-                    return Rejected(
+                )
+            self._check_precision(actual, expected, trial)
+
+    def _check_precision(self, actual: list[torch.Tensor], expected: InputSet, trial: int) -> None:
+        limit = self.job.max_error_norm
+        if limit is None:
+            return
+        for index, (out, ref) in enumerate(zip(actual, expected.expected, strict=True)):
+            if ref.dtype not in _FULL_PRECISION:
+                continue
+            norm_error = errors(out, ref)[2]
+            if norm_error > limit:
+                raise VerdictReached(
+                    Rejected(
                         reason="precision_downgrade",
                         message=f"output {index} has a relative error norm of {norm_error:.2g} (trial {trial}), "
                         f"typical of fp16/bf16/TF32 arithmetic; this {str(ref.dtype).removeprefix('torch.')} "
                         f"task accepts at most {limit:g}. Compute in the task's precision.",
                     )
+                )
+
+    def plan_batch(self, run: BatchRun, sets: list[InputSet], worker: Worker) -> None:
+        """How many calls a batch holds from now on: enough for the timing policy's window of work by the
+        judge's own clock, within the memory budget and the protocol's limit."""
+        calls = len(sets)
+        harness = self._harness.get(worker, HarnessCost())
+        outputs = sum(len(o) for o in run.outputs)
+        per_call = max((run.judge_ms - run.ping_ms - harness.ms(outputs)) / calls, 1e-3)
+        wanted = math.ceil(self.job.timing.window_ms / per_call)
+        per_set = max(sum(s.in_bytes + 2 * s.out_bytes for s in sets) // calls, 1)
+        self.batch_size = max(1, min(wanted, MAX_BATCH, BATCH_MEMORY_BYTES // per_set))
+
+    # -- verify ----------------------------------------------------------------------------------
+
+    def verify(self, worker: Worker) -> Verdict:
+        """Each trial's inputs run twice, at new addresses and with free memory poisoned differently;
+        every output is checked, and the two runs must agree. Then one observed batch under the op
+        recorder, if the job asks for the op audit."""
+        worst_abs = worst_rel = 0.0
+        for trial, seed in enumerate(self.job.seeds):
+            distribution = self.job.distributions[trial % len(self.job.distributions)]
+            sets = self.input_sets(seed, distribution, 1 if trial == 0 else self.batch_size)
+            self.distributions_used.append(sets[0].distribution)
+            first: list[list[torch.Tensor]] = []
+            for attempt, poison in enumerate(POISON_VALUES):
+                run = self.run_batch(worker, sets, timeout_s=self._batch_timeout(len(sets)), poison=poison)
+                self.check_batch(run, sets, "verify", trial)
+                if attempt == 0:
+                    first = run.outputs
+                    if trial == 0:
+                        self.plan_batch(run, sets, worker)
+                    continue
+                for previous, now, expected in zip(first, run.outputs, sets, strict=True):
+                    if check_outputs(
+                        now,
+                        expected.structure,
+                        previous,
+                        expected.structure,
+                        atol=self.job.atol,
+                        rtol=self.job.rtol,
+                    ):
+                        return ContractViolation(
+                            check="nondeterministic",
+                            trial=trial,
+                            message="two calls on the same inputs, with freed memory filled differently, disagree: "
+                            "the output depends on memory it did not write",
+                        )
+            for actual, expected in zip(first, sets, strict=True):
+                for out, ref in zip(actual, expected.expected, strict=True):
+                    abs_error, rel_error, _ = errors(out, ref)
+                    worst_abs, worst_rel = max(worst_abs, abs_error), max(worst_rel, rel_error)
+        if self.job.op_audit and (rejected := self.audit_ops(worker)) is not None:
+            return rejected
         return Passed(trials=len(self.job.seeds), max_abs_error=worst_abs, max_rel_error=worst_rel)
+
+    def audit_ops(self, worker: Worker) -> Rejected | None:
+        """One observed batch under the op recorder: PyTorch compute in forward() rejects. (The
+        candidate can see the recorder; this is evidence against only.)"""
+        sets = self.input_sets(secrets.randbits(62), "task", 1)
+        run = self.run_batch(worker, sets, timeout_s=self._batch_timeout(1), observe="ops")
+        self.check_batch(run, sets, "verify", len(self.job.seeds))
+        forbidden = forbidden_ops(run.reply.ops)
+        if not forbidden:
+            return None
+        return Rejected(
+            reason="forbidden_op",
+            message=f"forward() dispatched PyTorch compute: {', '.join(forbidden[:8])}",
+            findings=[
+                AuditFinding(file="model_new.py", line=None, rule="runtime_op", message=f"forward() ran {op}")
+                for op in forbidden
+            ],
+        )
 
     # -- profile ---------------------------------------------------------------------------------
 
-    def calibrate(self, worker: Worker, timeout_s: float) -> float:
+    def calibrate(self, worker: Worker, timeout_s: float) -> HarnessCost:
         """How far the judge's clock runs beyond the worker's wall clock and the round trip when no
-        candidate code is in the worker (timed calls of its built-in echo model, before loading): the
-        harness's own cost, which the clock rules then allow for. Without it, honest kernels and the
-        baselines on the H200 ran ~0.45 ms per call beyond, right at the rules' fixed margin
-        (benchmarks/results/timing_excess_h200_032c830.json). Capped, so a machine noisy enough to
-        calibrate high cannot open a large hiding place."""
-        excess: list[float] = []
-        inputs = self.staged(self.make_inputs(secrets.randbits(62), "task"))
-        for call in range(CALIBRATION_CALLS):
-            reply, _, judge_ms, _ = self.call(
-                worker,
-                inputs,
-                timed=True,
-                poison=None,
-                out_bytes=4 << 20,
-                timeout_s=timeout_s,
-                persistent=True,
-            )
-            ping_ms = self._round_trip_ms(worker, timeout_s)
-            if call >= 2 and reply.wall_ms is not None:  # the first calls map the inputs
-                excess.append(judge_ms - reply.wall_ms - ping_ms)
-        return min(max(statistics.median(excess), 0.0), MAX_HARNESS_EXCESS_MS) if excess else 0.0
+        candidate code is in the worker (batches of its built-in echo model, before loading): the
+        harness's own cost, as a fixed part and a part per output shared, which the clock rules then
+        allow for. Capped (see HarnessCost), so a machine noisy enough to calibrate high cannot open a
+        large hiding place."""
+        probe = torch.rand(1 << 16, device=self.device)
+        excess: dict[int, list[float]] = {1: [], 16: []}
+        for calls in excess:
+            for attempt in range(CALIBRATION_CALLS):
+                run = self.run_batch(
+                    worker, [[probe]] * calls, timeout_s=timeout_s, out_bytes=calls * probe.numel() * 4
+                )
+                if attempt >= 2 and run.reply.wall_ms is not None:  # the first batches map the inputs
+                    excess[calls].append(run.judge_ms - run.reply.wall_ms - run.ping_ms)
+        return HarnessCost.fit(excess)
 
-    def trace_kernels(self, worker: Worker, timeout_s: float) -> KernelBreakdown:
-        """One call on fresh inputs under the profiler (after the timed calls, so it disturbs none);
-        its outputs are checked like any other call's."""
-        inputs = self.staged(self.make_inputs(secrets.randbits(62), "task"))
-        structure, expected = self.reference_outputs(inputs)
-        out_bytes = sum(e.numel() * e.element_size() for e in expected)
-        reply, actual, _, _ = self.call(
-            worker,
-            inputs,
-            timed=False,
-            poison=None,
-            out_bytes=out_bytes,
-            timeout_s=timeout_s,
-            persistent=True,
-            trace_kernels=True,
-        )
-        with self.clock.phase("compare"):
-            problem = check_outputs(
-                actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
+    def trace_kernels(
+        self, worker: Worker, timeout_s: float, timed_median_ms: float
+    ) -> tuple[KernelBreakdown, list[str]]:
+        """One observed batch under the profiler, after the timed batches (so it disturbs none); its
+        outputs are checked like any other. Returns the breakdown and the evidence that was missing.
+
+        The candidate can see the profiler, so what the trace shows can only count against it: kernels
+        that are not the workspace's, or more kernel time per call than its timed calls took (it runs
+        something else while it is not observed)."""
+        sets = self.input_sets(secrets.randbits(62), "task", self.batch_size)
+        run = self.run_batch(worker, sets, timeout_s=timeout_s, observe="kernels")
+        self.check_batch(run, sets, "timed", 0)
+        trace = run.reply.trace or KernelTrace()
+        found = breakdown(trace.kernels, self.job.workspace_kernels, self.job.vendor_libraries)
+        missing: list[str] = []
+        if not trace.kernels:
+            missing.append("kernel_trace: the profiler recorded no device activity for the traced call")
+        per_call_busy_ms = trace.busy_ns / 1e6 / len(sets)
+        if trace.kernels and per_call_busy_ms > OBSERVED_SLOWDOWN_LIMIT * timed_median_ms + 0.005:
+            raise VerdictReached(
+                Rejected(
+                    reason="foreign_work",
+                    message=f"under the profiler each call kept the GPU busy {per_call_busy_ms:.4f} ms, but the timed "
+                    f"calls took {timed_median_ms:.4f} ms: the implementation runs different work when it is "
+                    "observed. Run the same kernels whether or not a profiler is active.",
+                )
             )
-        if problem is not None:
-            raise VerdictReached(_verdict_for(problem, "timed", 0, "task"))
-        return breakdown(reply.kernels, self.job.workspace_kernels, self.job.vendor_libraries)
+        return found, missing
 
     def time_worker(self, worker: Worker, timeout_s: float) -> tuple[TimingStats, int]:
-        """Time fresh-input calls until the median is stable or the budget ends; every output is checked.
-        The judge's garbage collector is paused meanwhile: a collection inside the judge's clock would
-        look like hidden work of the candidate's."""
+        """Time fresh-input batches until the median is stable or the budget ends; every output is
+        checked. The judge's garbage collector is paused meanwhile: a collection inside the judge's clock
+        would look like hidden work of the candidate's."""
         with paused_garbage_collection():
-            return self._time_worker(worker, timeout_s, self._harness_excess.get(worker, 0.0))
+            return self._time_worker(worker, timeout_s, self._harness.get(worker, HarnessCost()))
 
-    def _time_worker(self, worker: Worker, timeout_s: float, harness_ms: float) -> tuple[TimingStats, int]:
+    def _time_worker(self, worker: Worker, timeout_s: float, harness: HarnessCost) -> tuple[TimingStats, int]:
         policy = self.job.timing
         samples: list[float] = []
         disagreements = 0
-        round_trips: list[float] = []
         excess_ms: list[float] = []
+        windows: list[float] = []
         reasons: Counter[str] = Counter()
-        contradicted: list[tuple[float, float, float, float]] = []
         started = time.monotonic()
-        calls = 0
+        batches = 0
         threads_after_warmup: int | None = None
+        out_bytes = 0
         while True:
-            # Fresh content every call, written into the same shared buffers: the worker maps them
-            # once, so the judge's clock carries no mapping cost, and a cache keyed by pointer fails.
-            inputs = self.staged(self.make_inputs(secrets.randbits(62), "task"))
-            structure, expected = self.reference_outputs(inputs)
-            out_bytes = sum(e.numel() * e.element_size() for e in expected)
-            timed = calls >= policy.warmup_calls
-            reply, actual, judge_ms, _ = self.call(
-                worker,
-                inputs,
-                timed=timed,
-                poison=None,
-                out_bytes=out_bytes,
-                timeout_s=timeout_s,
-                persistent=True,
-            )
-            calls += 1
-            with self.clock.phase("compare"):
-                problem = check_outputs(
-                    actual, reply.structure, expected, structure, atol=self.job.atol, rtol=self.job.rtol
-                )
-            if problem is not None:
-                raise VerdictReached(_verdict_for(problem, "timed", calls - 1, "task"))
-            round_trips.append(self._round_trip_ms(worker, timeout_s))
-            if not timed:
+            warm = batches >= policy.warmup_calls
+            checking = warm and batches % CHECK_EVERY == 0
+            distribution = "shifted" if checking else "task"
+            count = 1 if batches == 0 else self.batch_size
+            sets = self.input_sets(secrets.randbits(62), distribution, count)
+            out_bytes = sets[0].out_bytes
+            run = self.run_batch(worker, sets, timeout_s=self._batch_timeout(count, timeout_s))
+            batches += 1
+            self.check_batch(run, sets, "timed", batches - 1)
+            if batches == 1:
+                self.plan_batch(run, sets, worker)
+            if not warm or sets[0].distribution != "task":
                 continue
             if threads_after_warmup is None:
-                # Counted after the first timed call, so threads the runtime starts lazily for timing
+                # Counted after the first timed batch, so threads the runtime starts lazily for timing
                 # itself are in the baseline.
                 threads_after_warmup = worker.thread_count()
+            reply = run.reply
             measured = reply.event_ms if reply.event_ms is not None else reply.wall_ms
             if measured is None:
                 raise VerdictReached(
                     Crashed(phase="call", kind="protocol", message="a timed call returned no time")
                 )
-            overhead = sorted(round_trips)[len(round_trips) // 2] + harness_ms
+            outputs = sum(len(o) for o in run.outputs)
+            overhead = run.ping_ms + harness.ms(outputs)
             if reply.event_ms is not None and reply.wall_ms is not None:
-                excess_ms.append(judge_ms - reply.wall_ms - overhead)
-            why = (
-                disagreement(reply.event_ms, reply.wall_ms, judge_ms, overhead)
-                if reply.event_ms is not None
-                else None
-            )
+                excess_ms.append(run.judge_ms - reply.wall_ms - overhead)
+                windows.append(reply.event_ms)
+                why = clock_problem(reply.event_ms, reply.wall_ms, run.judge_ms, overhead)
+            else:
+                why = None
             if why is not None:
                 disagreements += 1
                 reasons[why] += 1
-                contradicted.append((reply.event_ms or 0.0, reply.wall_ms or 0.0, judge_ms, overhead))
             else:
-                samples.append(measured)
+                samples.append(measured / len(sets))
             done = len(samples) + disagreements
             enough = len(samples) >= policy.min_samples and (
                 median_rse(samples) < policy.target_rse or time.monotonic() - started > policy.budget_s
@@ -526,14 +608,18 @@ class Judge:
         if (
             disagreements > policy.max_disagreeing_fraction * (len(samples) + disagreements)
             or len(samples) < 3
-            or systematic_excess(excess_ms, samples)
+            or systematic_excess(excess_ms, windows)
         ):
+            median_excess = statistics.median(excess_ms) if excess_ms else 0.0
+            median_window = statistics.median(windows) if windows else 0.0
+            counts = ", ".join(f"{reason}: {count}" for reason, count in reasons.most_common())
             raise VerdictReached(
                 Rejected(
                     reason="timing_disagreement",
-                    message=f"{disagreements} of {len(samples) + disagreements} timed calls reported device times "
-                    "that the judge's own clock around the call contradicts"
-                    + _contradictions(reasons, contradicted),
+                    message=f"{disagreements} of {len(samples) + disagreements} timed batches reported device times "
+                    f"that the judge's own clock around the call contradicts ({counts or 'none singly'}; the "
+                    f"judge's clock ran a median {median_excess:.4f} ms beyond the worker's over "
+                    f"{median_window:.4f} ms windows, at most 5% allowed)",
                 )
             )
         threads_now = worker.thread_count()
@@ -551,9 +637,54 @@ class Judge:
                     f"{threads_now} after the timed calls",
                 )
             )
-        return summarize(samples, disagreements, excess_ms, harness_ms), sum(
-            e.numel() * e.element_size() for e in expected
-        )
+        return summarize(samples, disagreements, excess_ms, harness.fixed_ms, self.batch_size), out_bytes
+
+    def _batch_timeout(self, calls: int, per_call_s: float | None = None) -> float:
+        """A batch of `calls` calls gets the per-call limit for each (a hung kernel is still killed)."""
+        return (per_call_s or self.job.timeouts.call_s) * max(1, min(calls, 4))
+
+    def close(self) -> None:
+        self.stage.close()
+
+
+def _derived(seed: int, index: int) -> int:
+    """The index-th set's seed of a trial: distinct, deterministic, secret as the trial's."""
+    return (seed + index * 0x9E3779B97F4A7C15) % (1 << 62) if index else seed
+
+
+def _scalars(values: list[Any]) -> str:
+    scalars = {i: v for i, v in enumerate(values) if not isinstance(v, torch.Tensor)}
+    return base64.b64encode(pickle.dumps(scalars)).decode() if scalars else ""
+
+
+def _aliases(outputs: list[TensorRef], inputs: list[TensorRef]) -> str | None:
+    """An output whose memory is an input's or another output's, from the refs themselves: the same
+    CUDA allocation (IPC handle) and overlapping bytes. (CPU tensors cross as fresh files: the worker's
+    own check covers those.)"""
+
+    def span(ref: TensorRef) -> tuple[str, int, int] | None:
+        if not isinstance(ref.payload, CudaIpcPayload) or not ref.shape or math.prod(ref.shape) == 0:
+            return None
+        itemsize = _ITEMSIZE.get(ref.dtype, 1)
+        extent = 1 + sum((n - 1) * s for n, s in zip(ref.shape, ref.stride, strict=True))
+        start = ref.payload.storage_offset_bytes + ref.storage_offset * itemsize
+        return ref.payload.handle, start, start + extent * itemsize
+
+    outs = [span(r) for r in outputs]
+    ins = [span(r) for r in inputs]
+    for i, a in enumerate(outs):
+        if a is None:
+            continue
+        for j, b in enumerate(ins):
+            if b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]:
+                return f"output {i} is the memory of input {j}"
+        for j, b in enumerate(outs[i + 1 :], start=i + 1):
+            if b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]:
+                return f"outputs {i} and {j} share memory"
+    return None
+
+
+_ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2}
 
 
 def _verdict_for(
@@ -581,15 +712,3 @@ def _import_reference(path: Path) -> ModuleType:
 
 def _to_cpu(values: list[Any]) -> list[Any]:
     return [v.cpu() if isinstance(v, torch.Tensor) else v for v in values]
-
-
-def _contradictions(reasons: Counter[str], calls: list[tuple[float, float, float, float]]) -> str:
-    """Which clocks disagreed and by how much (medians over the contradicted calls), for the message."""
-    if not calls:
-        return ""
-    event, wall, judge, overhead = (statistics.median(values) for values in zip(*calls, strict=True))
-    counts = ", ".join(f"{reason}: {count}" for reason, count in reasons.most_common())
-    return (
-        f" ({counts}; medians: events {event:.4f} ms, worker wall {wall:.4f} ms, judge {judge:.4f} ms, "
-        f"round-trip overhead {overhead:.4f} ms)"
-    )

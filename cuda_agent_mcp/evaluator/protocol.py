@@ -21,7 +21,8 @@ _HEADER = struct.Struct("!I")
 
 
 class _Message(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # NaN travels as NaN (the poison value), not as null: JSON's default would turn it into "no poison".
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
 
 
 # -- judge -> worker ---------------------------------------------------------------------------
@@ -52,21 +53,49 @@ class LoadRequest(_Message):
     )
 
 
-class CallRequest(_Message):
-    """Call the loaded model once on shared inputs. `timed` adds L2 flush, events and wall clock.
-    A timed call before any LoadRequest runs the worker's own echo model (a copy of the first tensor):
-    the judge's calibration of the harness's cost while no candidate code is in the process."""
+InputSet = list[TensorRef | None]
 
-    op: Literal["call"] = "call"
-    inputs: list[TensorRef | None] = Field(description="None marks a non-tensor argument (see scalars)")
-    scalars_pickle: str = Field("", description="base64 pickle of the non-tensor arguments, by position")
-    timed: bool = False
-    poison: float | None = Field(
-        None, description="fill this much freed allocator memory with this value first"
+
+class PrepareRequest(_Message):
+    """Get the next batch ready: map its input sets, free the previous batch's outputs, fill the memory
+    the allocator will hand out next with `poison`, flush the L2 cache. Outside the judge's clock.
+
+    Every batch of an evaluation, verified or timed, is prepared and run the same way (principle 1:
+    nothing in the worker tells a checked call from a timed one); the judge alone decides what a batch's
+    times and outputs are used for. Before any LoadRequest a batch runs the worker's echo model: the
+    judge's calibration of the harness's own cost while no candidate code is in the process."""
+
+    op: Literal["prepare"] = "prepare"
+    sets: list[InputSet] = Field(
+        min_length=1, max_length=256, description="one list of inputs per call; None marks a scalar"
     )
-    poison_bytes: int = Field(0, ge=0)
-    record_ops: bool = Field(False, description="report the aten ops forward() dispatched (op audit)")
-    trace_kernels: bool = Field(False, description="report the device kernels the call ran (profiler)")
+    scalars_pickle: list[str] = Field(
+        description="per set, base64 pickle of its non-tensor arguments by position ('' for none)"
+    )
+    poison: float = Field(description="value written into free allocator memory before the batch")
+    poison_bytes: int = Field(ge=0)
+
+
+class RunRequest(_Message):
+    """Call the model once per prepared input set, back to back inside the clocks (CUDA events on the
+    launch stream, a wall clock closed by a device-wide synchronize), then share every output."""
+
+    op: Literal["run"] = "run"
+
+
+class ObserveRequest(_Message):
+    """Run the prepared batch like RunRequest, but observed: under the op recorder ("ops": the aten ops
+    forward() dispatches) or the profiler ("kernels": device activity on every stream). A candidate can
+    tell these from a RunRequest, so what they show can only reject, never vouch."""
+
+    op: Literal["observe"] = "observe"
+    kind: Literal["ops", "kernels"]
+
+
+class PingRequest(_Message):
+    """Do nothing: the judge times the protocol's own round trip with it."""
+
+    op: Literal["ping"] = "ping"
 
 
 class ReleaseRequest(_Message):
@@ -81,18 +110,29 @@ class ReleaseRequest(_Message):
     )
 
 
-Request = Annotated[LoadRequest | CallRequest | ReleaseRequest, Field(discriminator="op")]
+Request = Annotated[
+    LoadRequest | PrepareRequest | RunRequest | ObserveRequest | PingRequest | ReleaseRequest,
+    Field(discriminator="op"),
+]
 
 
 # -- worker -> judge ---------------------------------------------------------------------------
 
 
 class TracedKernel(_Message):
-    """One device activity the profiler saw during a traced call, summed over its launches."""
+    """One device activity the profiler saw during an observed batch, summed over its launches."""
 
     name: str = Field(max_length=4000)
     calls: int = Field(ge=1)
     device_ns: int = Field(ge=0)
+
+
+class KernelTrace(_Message):
+    """What the profiler saw of an observed batch, on every stream of the process."""
+
+    kernels: list[TracedKernel] = Field(default_factory=list, max_length=10000)
+    busy_ns: int = Field(0, ge=0, description="union of all device activity intervals, all streams")
+    streams: int = Field(0, ge=0, description="streams that ran device activity")
 
 
 class Loaded(_Message):
@@ -100,14 +140,34 @@ class Loaded(_Message):
     parameter_count: int = Field(ge=0)
 
 
-class CallResult(_Message):
-    op: Literal["result"] = "result"
+class Prepared(_Message):
+    op: Literal["prepared"] = "prepared"
+
+
+class SetOutputs(_Message):
+    """The outputs of one call of a batch."""
+
     structure: Literal["tensor", "tuple", "list"]
-    outputs: list[TensorRef]
+    outputs: list[TensorRef] = Field(max_length=1024)
+
+
+class BatchResult(_Message):
+    """A batch's outputs, per input set, and the worker's own clocks around the whole batch (the
+    candidate's word: the judge checks them against its own clock)."""
+
+    op: Literal["result"] = "result"
+    sets: list[SetOutputs] = Field(max_length=256)
     event_ms: float | None = Field(None, ge=0)
     wall_ms: float | None = Field(None, ge=0)
+    aliased: str = Field(
+        "", max_length=2000, description="an output sharing memory with an input or another output"
+    )
     ops: list[str] = Field(default_factory=list, max_length=10000)
-    kernels: list[TracedKernel] = Field(default_factory=list, max_length=10000)
+    trace: KernelTrace | None = None
+
+
+class Pong(_Message):
+    op: Literal["pong"] = "pong"
 
 
 class Failure(_Message):
@@ -115,7 +175,7 @@ class Failure(_Message):
 
     op: Literal["failure"] = "failure"
     phase: Literal["load", "call"]
-    kind: Literal["exception", "cuda_error", "bad_output"]
+    kind: Literal["exception", "cuda_error", "bad_output", "protocol"]
     message: str = Field(max_length=8000)
 
 
@@ -123,7 +183,7 @@ class Released(_Message):
     op: Literal["released"] = "released"
 
 
-Reply = Annotated[Loaded | CallResult | Failure | Released, Field(discriminator="op")]
+Reply = Annotated[Loaded | Prepared | BatchResult | Pong | Failure | Released, Field(discriminator="op")]
 _REQUEST = TypeAdapter(Request)
 _REPLY = TypeAdapter(Reply)
 
@@ -169,11 +229,13 @@ def read_frame_body(fd: int, deadline: float | None = None) -> bytes:
     return read_exact(fd, length, deadline)
 
 
-def parse_request(body: bytes) -> LoadRequest | CallRequest | ReleaseRequest:
+def parse_request(
+    body: bytes,
+) -> LoadRequest | PrepareRequest | RunRequest | ObserveRequest | PingRequest | ReleaseRequest:
     return _REQUEST.validate_json(body)
 
 
-def parse_reply(body: bytes) -> Loaded | CallResult | Failure | Released:
+def parse_reply(body: bytes) -> Loaded | Prepared | BatchResult | Pong | Failure | Released:
     try:
         return _REPLY.validate_json(body)
     except ValueError as exc:

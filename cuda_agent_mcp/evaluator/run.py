@@ -11,9 +11,15 @@ from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
 from cuda_agent_mcp.evaluator.judge import Judge, VerdictReached
 from cuda_agent_mcp.evaluator.kernels import foreign_work
 from cuda_agent_mcp.evaluator.refs import remove_shm_files, shm_tag
+from cuda_agent_mcp.evaluator.sol import peaks_for, reference_work, speed_of_light
 from cuda_agent_mcp.evaluator.timing import physical_floor_ms
 from cuda_agent_mcp.evaluator.worker_client import Worker, WorkerPool
-from cuda_agent_mcp.results import Passed, Rejected
+from cuda_agent_mcp.results import KernelBreakdown, Passed, Rejected
+
+# On the CPU there is no profiler trace of device work: nothing there may be rewarded above correctness.
+NO_TRACE_ON_CPU = (
+    "kernel_trace: the CPU path has no device trace (it times pure-PyTorch candidates for tests)"
+)
 
 
 def run_job(
@@ -38,14 +44,16 @@ def run_job(
                 gpu=gpu,
                 phases_s=judge.clock.as_dict(),
                 environment=environment,
+                hidden_sizes=judge.size_plan.describe(),
             )
         stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s)
-        kernels = None
+        kernels: KernelBreakdown | None = None
+        missing = [NO_TRACE_ON_CPU] if judge.device.type != "cuda" else []
         # Traced even when the workspace compiled no kernel: then any kernel time is someone else's
         # (unless it is a library the task allows).
         if judge.device.type == "cuda":
             with judge.clock.phase("kernel_trace"):
-                kernels = judge.trace_kernels(worker, job.timeouts.call_s)
+                kernels, missing = judge.trace_kernels(worker, job.timeouts.call_s, stats.median_ms)
             if (reason := foreign_work(kernels)) is not None:
                 raise VerdictReached(Rejected(reason="foreign_kernels", message=reason))
         worker.close()
@@ -61,6 +69,17 @@ def run_job(
             )
         with judge.clock.phase("baselines"):
             eager, compiled, cached = measure_baselines(judge)
+        with judge.clock.phase("speed_of_light"):
+            best = min((b.median_ms for b in (eager, compiled) if b is not None), default=None)
+            cache = (
+                Path(job.baseline_cache_path).with_name("gpu_peaks.json") if job.baseline_cache_path else None
+            )
+            sol = speed_of_light(
+                reference_work(judge.reference, judge.init_args),
+                peaks_for(judge.device, cache),
+                stats.median_ms,
+                best,
+            )
         return JudgeReport(
             verdict=Passed(trials=stats.samples, max_abs_error=0.0, max_rel_error=0.0),
             candidate=stats,
@@ -72,6 +91,9 @@ def run_job(
             gpu=gpu,
             phases_s=judge.clock.as_dict(),
             environment=environment,
+            evidence_missing=missing,
+            speed_of_light=sol,
+            faster_than_sol=sol is not None and stats.median_ms < sol.t_sol_ms,
         )
     except VerdictReached as reached:
         return JudgeReport(
@@ -84,6 +106,7 @@ def run_job(
     finally:
         if worker is not None:
             worker.close()
+        judge.close()
         remove_shm_files(tag)
 
 

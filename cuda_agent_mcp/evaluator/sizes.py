@@ -11,7 +11,12 @@ the task's input tensors (so a global that only bounds `randint` indices into a 
 alone: a larger bound would index out of range). Each grows to the next odd number (4096 -> 4097,
 127 -> 129): a baked-in size leaves the extra elements unwritten (the poisoned memory shows), every tile,
 vector width and warp size gets a tail, and nothing grows by more than a few per cent at real sizes. If
-the reference cannot run at the new sizes, the judge uses the task's own (see `Judge.trial_inputs`).
+the reference cannot run at the new sizes, the judge uses the task's own (see `Judge.input_set`).
+
+A task whose sizes are literals (no such globals) still gets a hidden-size trial where its tensor inputs
+share a leading dimension that the reference accepts at another size (a batch): that dimension grows the
+same way, with the extra rows drawn from a second call of `get_inputs` (the task's own distribution).
+Otherwise the task is fixed-shape, and the plan says why (`tasks show`, the workspace guide).
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from types import CodeType, ModuleType
+from typing import Any, Literal
 
 import torch
 
@@ -99,3 +106,74 @@ def resized(reference: ModuleType, sizes: dict[str, Size]) -> Iterator[None]:
     finally:
         for name, value in saved.items():
             setattr(reference, name, value)
+
+
+@dataclass(frozen=True)
+class SizePlan:
+    """How a task's hidden-size trial makes its inputs: by its size globals, by growing the leading
+    dimension its tensor inputs share, or not at all (fixed shape, with the reason)."""
+
+    kind: Literal["globals", "leading_dim", "fixed"]
+    sizes: dict[str, Size] = field(default_factory=dict)
+    leading: tuple[int, int] | None = None  # (visible, hidden) size of the leading dimension
+    reason: str = ""
+
+    def describe(self) -> str:
+        if self.kind == "globals":
+            return "size globals grown: " + ", ".join(
+                f"{name} -> {value}" for name, value in self.sizes.items()
+            )
+        if self.kind == "leading_dim" and self.leading is not None:
+            return f"leading dimension of every tensor input grown: {self.leading[0]} -> {self.leading[1]}"
+        return f"fixed shape ({self.reason})"
+
+
+def hidden_size_plan(reference: ModuleType) -> SizePlan:
+    """The task's hidden-size plan, worked out on the meta device (no memory, nothing timed)."""
+    sizes = size_globals(reference)
+    if sizes:
+        return SizePlan(kind="globals", sizes=sizes)
+    try:
+        with torch.device("meta"):
+            inputs = list(reference.get_inputs())
+    except Exception as exc:
+        return SizePlan(kind="fixed", reason=f"get_inputs fails on the meta device: {type(exc).__name__}")
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    leading = {int(x.shape[0]) for x in tensors if x.dim() >= 1}
+    if not tensors or len(leading) != 1 or any(x.dim() == 0 for x in tensors):
+        return SizePlan(
+            kind="fixed", reason="its sizes are literals and its tensor inputs share no leading dimension"
+        )
+    visible = leading.pop()
+    hidden = _larger_odd(visible)
+    grown = [x.new_empty((hidden, *x.shape[1:])) if isinstance(x, torch.Tensor) else x for x in inputs]
+    try:
+        with torch.device("meta"):
+            model = reference.Model(*reference.get_init_inputs())
+            with torch.no_grad():
+                model(*grown)
+    except Exception as exc:
+        return SizePlan(
+            kind="fixed",
+            reason=f"its sizes are literals and the reference rejects a leading dimension of {hidden} "
+            f"({type(exc).__name__})",
+        )
+    return SizePlan(kind="leading_dim", leading=(visible, hidden))
+
+
+def grown_inputs(reference: ModuleType, plan: SizePlan, seed: int, device: torch.device) -> list[Any]:
+    """The task's inputs at the plan's hidden sizes (the caller has seeded torch's generator)."""
+    if plan.kind == "globals":
+        with torch.device(device), resized(reference, plan.sizes):
+            return list(reference.get_inputs())
+    with torch.device(device):
+        first = list(reference.get_inputs())
+        if plan.kind != "leading_dim" or plan.leading is None:
+            return first
+        second = list(reference.get_inputs())
+    visible, hidden = plan.leading
+    extra = hidden - visible
+    return [
+        torch.cat([a, b[:extra]], dim=0) if isinstance(a, torch.Tensor) and a.dim() >= 1 else a
+        for a, b in zip(first, second, strict=True)
+    ]

@@ -7,6 +7,7 @@ import gc
 import math
 import statistics
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from cuda_agent_mcp.results import TimingStats
 
@@ -32,6 +33,7 @@ def summarize(
     discarded: int = 0,
     excess_ms: list[float] | None = None,
     harness_ms: float | None = None,
+    batch_calls: int = 1,
 ) -> TimingStats:
     ordered = sorted(samples_ms)
     mean = statistics.fmean(ordered)
@@ -48,6 +50,8 @@ def summarize(
         judge_excess_median_ms=statistics.median(excess_ms) if excess_ms else None,
         judge_excess_max_ms=max(excess_ms) if excess_ms else None,
         harness_excess_ms=harness_ms,
+        samples_ms=[round(s, 6) for s in samples_ms[:MAX_KEPT_SAMPLES]],
+        batch_calls=batch_calls,
     )
 
 
@@ -69,42 +73,74 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def disagrees(event_ms: float, worker_wall_ms: float | None, judge_ms: float, overhead_ms: float) -> bool:
-    """True when a worker's reported times cannot be right.
+# Principle 4: every tolerance between the three clocks is relative to what was measured. The only fixed
+# term is the clocks' own resolution; batches hold at least a millisecond of work (judge.TARGET_WINDOW_MS),
+# so 5% of a window is more than a small kernel's whole run.
+RELATIVE_TOLERANCE = 0.05
+CLOCK_RESOLUTION_MS = 0.005
+MAX_KEPT_SAMPLES = 512
 
-    Three clocks: CUDA events on the launch stream and a wall clock around the call with a device-wide
-    synchronize (both in the worker, so both forgeable), and the judge's clock from sending fresh inputs to
-    receiving the reply, which bounds the real time from above. Work on another stream shows as wall time
-    the events missed; a patched event timer shows the same way; a worker that forges both still has to
-    spend the time before it replies, which the judge's clock sees (beyond the measured round-trip overhead).
+
+def clock_problem(event_ms: float, worker_wall_ms: float, judge_ms: float, overhead_ms: float) -> str | None:
+    """Which cross-check of one batch's clocks failed, or None.
+
+    Three clocks: CUDA events on the launch stream and a wall clock around the batch closed by a
+    device-wide synchronize (both in the worker, so both forgeable), and the judge's clock from sending the
+    run request to receiving its reply, which bounds the real time from above. Work on another stream shows
+    as wall time the events missed; a patched event timer shows the same way; a worker that forges both
+    still has to spend the time before it replies, which the judge's clock sees beyond the round trip and
+    the harness's calibrated cost (`overhead_ms`).
     """
-    return disagreement(event_ms, worker_wall_ms, judge_ms, overhead_ms) is not None
-
-
-def disagreement(
-    event_ms: float, worker_wall_ms: float | None, judge_ms: float, overhead_ms: float
-) -> str | None:
-    """Which check of `disagrees` failed (for the verdict's message), or None."""
-    if worker_wall_ms is None:
-        return "no wall clock"
-    if event_ms > worker_wall_ms + 0.05 + 0.1 * event_ms:
+    slack = RELATIVE_TOLERANCE * event_ms + CLOCK_RESOLUTION_MS
+    if event_ms > worker_wall_ms + slack:
         return "events above the worker's wall clock"
-    if worker_wall_ms > judge_ms + 0.05:
+    if worker_wall_ms > judge_ms + CLOCK_RESOLUTION_MS:
         return "worker's wall clock above the judge's"
-    if worker_wall_ms - event_ms > 0.2 + 0.25 * event_ms:
+    if worker_wall_ms - event_ms > slack:
         return "worker's wall clock beyond the events"
-    if judge_ms - worker_wall_ms > overhead_ms + 0.5 + 0.25 * event_ms:
+    if judge_ms - worker_wall_ms - overhead_ms > slack:
         return "judge's clock beyond the worker's"
     return None
 
 
-def systematic_excess(excess_ms: list[float], event_samples_ms: list[float]) -> bool:
-    """True when, over all timed calls, the judge's clock exceeds the worker's wall clock by more than the
-    round-trip overhead: one late reply is scheduling noise, a median above the margin is hidden work."""
-    if not excess_ms or not event_samples_ms:
+def systematic_excess(excess_ms: list[float], windows_ms: list[float]) -> bool:
+    """True when, over all timed batches, the judge's clock exceeds the worker's wall clock by more than
+    the round trip and the harness's cost by over 5% of the median window: one late reply is scheduling
+    noise, a median excess is hidden work."""
+    if not excess_ms or not windows_ms:
         return False
-    typical = statistics.median(event_samples_ms)
-    return statistics.median(excess_ms) > 0.5 + 0.25 * typical
+    return (
+        statistics.median(excess_ms)
+        > RELATIVE_TOLERANCE * statistics.median(windows_ms) + CLOCK_RESOLUTION_MS
+    )
+
+
+@dataclass(frozen=True)
+class HarnessCost:
+    """What the harness itself costs inside the judge's clock, measured before any candidate code is in
+    the worker: a fixed part (messages, wake-ups) and a part per output tensor shared back. Capped, so a
+    machine noisy enough to calibrate high cannot open a large hiding place."""
+
+    fixed_ms: float = 0.0
+    per_output_ms: float = 0.0
+
+    MAX_FIXED_MS = 1.0
+    MAX_PER_OUTPUT_MS = 0.05
+
+    def ms(self, outputs: int) -> float:
+        return self.fixed_ms + self.per_output_ms * max(outputs - 1, 0)
+
+    @classmethod
+    def fit(cls, excess_by_outputs: dict[int, list[float]]) -> HarnessCost:
+        """From calibration batches of one and of several outputs (keys: outputs per batch)."""
+        medians = {n: statistics.median(v) for n, v in excess_by_outputs.items() if v}
+        if not medians:
+            return cls()
+        few, many = min(medians), max(medians)
+        per_output = (medians[many] - medians[few]) / (many - few) if many > few else 0.0
+        per_output = min(max(per_output, 0.0), cls.MAX_PER_OUTPUT_MS)
+        fixed = min(max(medians[few] - per_output * (few - 1), 0.0), cls.MAX_FIXED_MS)
+        return cls(fixed_ms=fixed, per_output_ms=per_output)
 
 
 def physical_floor_ms(gpu_name: str, bytes_moved: int) -> float | None:

@@ -92,6 +92,8 @@ class Worker:
 
     tag: str  # names its shared-memory files
     directory: Path  # its working directory and log; removed on close
+    # What the judge must keep alive while the worker maps it (the private copies of the weights).
+    keep_alive: object = None
     log_path: Path
     _request_write: int
     _reply_read: int

@@ -21,11 +21,16 @@ import traceback
 
 from cuda_agent_mcp.evaluator.lifetime import die_with_parent
 from cuda_agent_mcp.evaluator.protocol import (
-    CallRequest,
     Failure,
     ForkSetup,
     LoadRequest,
+    ObserveRequest,
+    PingRequest,
+    Pong,
+    Prepared,
+    PrepareRequest,
     Released,
+    RunRequest,
     parse_request,
     read_frame_body,
     write_frame,
@@ -53,10 +58,17 @@ def serve(request_fd: int, reply_fd: int) -> None:
             if isinstance(request, LoadRequest):
                 write_frame(reply_fd, runner.load(request))
                 gc.freeze()  # what loading made is never garbage: later collections skip it
-            elif isinstance(request, CallRequest):
-                # A timed call's reply is inside the judge's clock: no collection may pause it.
-                with paused_garbage_collection() if request.timed else contextlib.nullcontext():
-                    write_frame(reply_fd, runner.call(request))
+            elif isinstance(request, PrepareRequest):
+                runner.prepare(request)
+                write_frame(reply_fd, Prepared())
+            elif isinstance(request, RunRequest | ObserveRequest):
+                # Every batch's reply is inside the judge's clock: no collection may pause it, and every
+                # batch is run alike (the worker does not know which ones are timed).
+                with paused_garbage_collection():
+                    observe = request if isinstance(request, ObserveRequest) else None
+                    write_frame(reply_fd, runner.run(observe))
+            elif isinstance(request, PingRequest):
+                write_frame(reply_fd, Pong())
             else:
                 runner.release(inputs=request.inputs)
                 write_frame(reply_fd, Released())

@@ -1,4 +1,10 @@
-"""What a worker does for each request: load the model, call it, time it, share its outputs."""
+"""What a worker does for each request: load the model, prepare a batch, run it, share its outputs.
+
+Every batch is prepared and run the same way, whether the judge will check its outputs, time it, or
+both (it always checks): the worker itself does not know, so neither can the candidate inside it
+(principle 1 of the evaluator). Only the observed passes (op recorder, profiler) differ, and what they
+show can only count against a candidate.
+"""
 
 from __future__ import annotations
 
@@ -14,15 +20,18 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from cuda_agent_mcp.evaluator.protocol import (
-    CallRequest,
-    CallResult,
+    BatchResult,
     Failure,
+    KernelTrace,
     Loaded,
     LoadRequest,
+    ObserveRequest,
+    PrepareRequest,
+    SetOutputs,
     TracedKernel,
 )
 from cuda_agent_mcp.evaluator.refs import CudaIpcPayload, TensorRef, release_shm
-from cuda_agent_mcp.evaluator.transport import open_ref, share
+from cuda_agent_mcp.evaluator.transport import ALLOWED_DTYPES, open_ref, share
 from cuda_agent_mcp.worker.landlock import confine, python_paths
 
 MAX_INPUT_BYTES = 1 << 40
@@ -58,7 +67,8 @@ def warm_up() -> None:
 
 
 class Runner:
-    """Holds the loaded model and the outputs of the last call (kept alive until released)."""
+    """Holds the loaded model, the prepared batch and the outputs of the last one (kept alive until the
+    next batch is prepared or the judge releases them)."""
 
     def __init__(self) -> None:
         self.model: Any = None
@@ -66,8 +76,10 @@ class Runner:
         self.kept: list[torch.Tensor] = []
         self.kept_refs: list[TensorRef] = []
         self.flush_buffer: torch.Tensor | None = None
-        self.last_input_refs: list[TensorRef | None] = []
-        self.last_inputs: list[torch.Tensor | None] = []
+        self.batch: list[list[Any]] = []
+        # Storages of the judge's input pools, mapped once each: every batch's sets are views at new
+        # offsets into the same few pools, so mapping is paid once per evaluation, not per call.
+        self._mapped: dict[str, Any] = {}
 
     def load(self, request: LoadRequest) -> Loaded:
         self.device = torch.device(request.device)
@@ -96,69 +108,132 @@ class Runner:
         self._prepare_flush()
         return Loaded(parameter_count=sum(p.numel() for p in model.parameters()))
 
-    def call(self, request: CallRequest) -> CallResult | Failure:
-        scalars = pickle.loads(base64.b64decode(request.scalars_pickle)) if request.scalars_pickle else {}
+    # -- batches ------------------------------------------------------------------------------------
+
+    def prepare(self, request: PrepareRequest) -> None:
+        """Map the batch's inputs, drop the last batch's outputs, poison free memory, flush the L2."""
+        self._release_outputs()
         if self.model is None:
-            # Calibration: no candidate code has been loaded, so the judge can measure what the harness
-            # itself costs around a timed call. Timed calls only, on the inputs' device.
-            if not request.timed:
-                return Failure(phase="call", kind="protocol", message="no model loaded")
-            self._calibration_device(request.inputs)
-        if request.inputs != self.last_input_refs:
-            # Keep the last mapping: the judge reuses its buffers for timed calls.
-            self.last_inputs = [
-                open_ref(ref, max_bytes=MAX_INPUT_BYTES) if ref is not None else None
-                for ref in request.inputs
-            ]
-            self.last_input_refs = list(request.inputs)
-        args = [t if t is not None else scalars[index] for index, t in enumerate(self.last_inputs)]
-        model = self.model if self.model is not None else _echo
-        traced: list[TracedKernel] = []
-        if request.poison is not None and request.poison_bytes:
+            self._calibration_device([ref for refs in request.sets for ref in refs])
+        batch = []
+        for refs, pickled in zip(request.sets, request.scalars_pickle, strict=True):
+            scalars = pickle.loads(base64.b64decode(pickled)) if pickled else {}
+            batch.append([self._open(ref) if ref is not None else scalars[i] for i, ref in enumerate(refs)])
+        self.batch = batch
+        if request.poison_bytes:
             self._poison(request.poison, request.poison_bytes)
+        if self.flush_buffer is not None:
+            self.flush_buffer.fill_(1.0)  # write 2x L2 so the batch starts with a cold cache
+        self._synchronize()
+
+    def run(self, observe: ObserveRequest | None = None) -> BatchResult | Failure:
+        """Call the model on every prepared set inside the clocks; share the outputs."""
+        if not self.batch:
+            return Failure(phase="call", kind="protocol", message="no batch prepared")
+        model = self.model if self.model is not None else _echo
+        recorder = trace = None
         with torch.no_grad():
-            if request.timed:
-                output, event_ms, wall_ms = self._timed_call(model, args)
-            elif request.trace_kernels and self.device.type == "cuda":
-                output, traced = self._traced_call(args)
-                event_ms, wall_ms = None, None
-            elif request.record_ops:
+            if observe is None:
+                outputs, event_ms, wall_ms = self._timed(model)
+            elif observe.kind == "ops":
                 with OpRecorder() as recorder:
-                    output = model(*args)
-                event_ms, wall_ms = None, None
-                self._synchronize()
+                    outputs, event_ms, wall_ms = self._timed(model)
             else:
-                output, event_ms, wall_ms = model(*args), None, None
-                self._synchronize()
-        if isinstance(output, torch.Tensor):
-            structure, tensors = "tensor", [output]
-        elif isinstance(output, tuple | list) and all(isinstance(t, torch.Tensor) for t in output):
-            structure, tensors = ("tuple" if isinstance(output, tuple) else "list"), list(output)
-        else:
-            return Failure(
-                phase="call", kind="bad_output", message=f"forward returned {type(output).__name__}"
-            )
-        self.kept = tensors
-        self.kept_refs = [share(t) for t in tensors]
-        ops = sorted(recorder.ops) if request.record_ops and not request.timed else []
-        return CallResult(
-            structure=structure,
-            outputs=self.kept_refs,
+                outputs, event_ms, wall_ms, trace = self._traced(model)
+        aliased = self._aliasing(self.batch, outputs)
+        self.batch = []
+        sets = []
+        for output in outputs:
+            if isinstance(output, torch.Tensor):
+                structure, tensors = "tensor", [output]
+            elif isinstance(output, tuple | list) and all(isinstance(t, torch.Tensor) for t in output):
+                structure, tensors = ("tuple" if isinstance(output, tuple) else "list"), list(output)
+            else:
+                return Failure(
+                    phase="call", kind="bad_output", message=f"forward returned {type(output).__name__}"
+                )
+            refs = [share(t) for t in tensors]
+            self.kept += tensors
+            self.kept_refs += refs
+            sets.append(SetOutputs(structure=structure, outputs=refs))
+        return BatchResult(
+            sets=sets,
             event_ms=event_ms,
             wall_ms=wall_ms,
-            ops=ops,
-            kernels=traced,
+            aliased=aliased,
+            ops=sorted(recorder.ops) if recorder is not None else [],
+            trace=trace,
         )
 
     def release(self, inputs: bool = False) -> None:
-        for ref in self.kept_refs:
-            release_shm(ref)
-        self.kept, self.kept_refs = [], []
+        self._release_outputs()
         if inputs:
             # The evaluation is over: unmap the judge's buffers before this process is killed. (Dropping
             # the model and torch.compile's caches with a full collection as well was measured at about
             # 1 s per worker on the H200 and still left the compile baseline's input mapped: not done.)
-            self.last_inputs, self.last_input_refs = [], []
+            self.batch, self._mapped = [], {}
+
+    # -- inside the clocks --------------------------------------------------------------------------
+
+    def _timed(self, model: Any) -> tuple[list[Any], float | None, float]:
+        if self.device.type != "cuda":
+            started = time.perf_counter()
+            outputs = [model(*args) for args in self.batch]
+            return outputs, None, (time.perf_counter() - started) * 1e3
+        stream = torch.cuda.current_stream(self.device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize(self.device)
+        started = time.perf_counter()
+        start.record(stream)
+        outputs = [model(*args) for args in self.batch]
+        end.record(stream)
+        torch.cuda.synchronize(self.device)
+        wall_ms = (time.perf_counter() - started) * 1e3
+        return outputs, start.elapsed_time(end), wall_ms
+
+    def _traced(self, model: Any) -> tuple[list[Any], float | None, float, KernelTrace]:
+        """The batch under the profiler (device activity on every stream)."""
+        if self.device.type != "cuda":
+            outputs, event_ms, wall_ms = self._timed(model)
+            return outputs, event_ms, wall_ms, KernelTrace()
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            outputs, event_ms, wall_ms = self._timed(model)
+        return outputs, event_ms, wall_ms, summarize_trace(device_events(prof))
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    def _open(self, ref: TensorRef) -> torch.Tensor:
+        payload = ref.payload
+        if not isinstance(payload, CudaIpcPayload):
+            return open_ref(ref, max_bytes=MAX_INPUT_BYTES)
+        key = payload.model_dump_json()
+        if key not in self._mapped:
+            self._mapped[key] = open_ref(ref, max_bytes=MAX_INPUT_BYTES).untyped_storage()
+        storage = self._mapped[key]
+        return torch.empty(0, dtype=ALLOWED_DTYPES[ref.dtype], device=storage.device).set_(
+            storage, ref.storage_offset, ref.shape, ref.stride
+        )
+
+    @staticmethod
+    def _aliasing(batch: list[list[Any]], outputs: list[Any]) -> str:
+        """Outputs that share memory with an input of their call or with another output: the judge's
+        contract forbids both (a worker can lie here, so this only ever rejects)."""
+        for index, (args, output) in enumerate(zip(batch, outputs, strict=True)):
+            tensors = [output] if isinstance(output, torch.Tensor) else list(output)
+            spans = [(_span(t), f"output {i}") for i, t in enumerate(tensors) if isinstance(t, torch.Tensor)]
+            spans += [(_span(a), f"input {i}") for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+            for a in range(len(spans)):
+                for b in range(a + 1, len(spans)):
+                    if spans[a][1].startswith("output") and _overlap(spans[a][0], spans[b][0]):
+                        return f"call {index}: {spans[a][1]} shares memory with {spans[b][1]}"
+        return ""
+
+    def _release_outputs(self) -> None:
+        for ref in self.kept_refs:
+            release_shm(ref)
+        self.kept, self.kept_refs = [], []
 
     def _prepare_flush(self) -> None:
         if self.device.type == "cuda":
@@ -176,41 +251,6 @@ class Runner:
             torch.cuda.init()
             torch.cuda.set_device(self.device)
             self._prepare_flush()
-
-    def _timed_call(self, model: Any, args: list[Any]) -> tuple[Any, float | None, float]:
-        if self.device.type != "cuda":
-            started = time.perf_counter()
-            output = model(*args)
-            return output, None, (time.perf_counter() - started) * 1e3
-        stream = torch.cuda.current_stream(self.device)
-        assert self.flush_buffer is not None
-        self.flush_buffer.fill_(1.0)  # write 2x L2 so the timed call starts with a cold cache
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize(self.device)
-        started = time.perf_counter()
-        start.record(stream)
-        output = model(*args)
-        end.record(stream)
-        torch.cuda.synchronize(self.device)
-        wall_ms = (time.perf_counter() - started) * 1e3
-        return output, start.elapsed_time(end), wall_ms
-
-    def _traced_call(self, args: list[Any]) -> tuple[Any, list[TracedKernel]]:
-        """One call under the profiler (device activity only), summed by kernel name."""
-        from torch.profiler import ProfilerActivity, profile
-
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            output = self.model(*args)
-            torch.cuda.synchronize(self.device)
-        totals: dict[str, list[int]] = {}
-        for event in device_events(prof):
-            name, duration_ns = event
-            entry = totals.setdefault(name[:4000], [0, 0])
-            entry[0] += 1
-            entry[1] += max(duration_ns, 0)
-        return output, [
-            TracedKernel(name=name, calls=calls, device_ns=ns) for name, (calls, ns) in totals.items()
-        ]
 
     def _poison(self, value: float, nbytes: int) -> None:
         """Fill the memory the caching allocator will hand out next, so unwritten outputs show up.
@@ -239,6 +279,18 @@ class Runner:
             torch.cuda.synchronize(self.device)
 
 
+def _span(tensor: torch.Tensor) -> tuple[int, int]:
+    start = tensor.data_ptr()
+    if tensor.numel() == 0:
+        return start, start
+    extent = 1 + sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride(), strict=True))
+    return start, start + extent * tensor.element_size()
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
 def _echo(*args: Any) -> torch.Tensor:
     """The calibration model: one small copy (at most 1 Mi elements), made through the same allocator a
     candidate's output is."""
@@ -261,13 +313,39 @@ def free_block_sizes(device: torch.device) -> list[int]:
     )
 
 
-def device_events(prof: Any) -> list[tuple[str, int]]:
-    """(name, duration in ns) of every device activity in a finished profile (kernels, copies, memsets)."""
+def device_events(prof: Any) -> list[tuple[str, int, int, int]]:
+    """(name, start ns, end ns, stream) of every device activity in a finished profile (kernels, copies,
+    memsets), on every stream."""
     results = getattr(prof.profiler, "kineto_results", None)
     if results is None:
         return []
-    return [
-        (event.name(), int(event.end_ns() - event.start_ns()))
-        for event in results.events()
-        if event.device_type() == torch.autograd.DeviceType.CUDA
-    ]
+    found = []
+    for event in results.events():
+        if event.device_type() != torch.autograd.DeviceType.CUDA:
+            continue
+        stream = getattr(event, "device_resource_id", lambda: 0)()
+        found.append((event.name(), int(event.start_ns()), int(event.end_ns()), int(stream)))
+    return found
+
+
+def summarize_trace(events: list[tuple[str, int, int, int]]) -> KernelTrace:
+    """Totals by name, the union of the intervals (busy time over all streams) and the streams seen."""
+    totals: dict[str, list[int]] = {}
+    for name, start, end, _ in events:
+        entry = totals.setdefault(name[:4000], [0, 0])
+        entry[0] += 1
+        entry[1] += max(end - start, 0)
+    busy = 0
+    reach = None
+    for start, end in sorted((s, e) for _, s, e, _ in events):
+        if reach is None or start > reach:
+            busy += max(end - start, 0)
+            reach = end
+        elif end > reach:
+            busy += end - reach
+            reach = end
+    return KernelTrace(
+        kernels=[TracedKernel(name=name, calls=c, device_ns=ns) for name, (c, ns) in totals.items()][:10000],
+        busy_ns=busy,
+        streams=len({stream for *_, stream in events}),
+    )

@@ -13,8 +13,9 @@ def test_an_honest_candidate_passes_every_trial(run_judge) -> None:
     assert isinstance(report.verdict, Passed), report.verdict
     assert report.verdict.trials == 4
     assert report.environment["gpu"] == "cpu" and "process group" in report.environment["worker_isolation"]
-    # The reference's sizes are literals, so the hidden-size trial falls back to the task's own inputs.
-    assert report.distributions == ["task", "shifted", "task", "task"]
+    # The reference's sizes are literals: the hidden-size trial grows the leading dimension its inputs share.
+    assert report.distributions == ["task", "shifted", "resized", "task"]
+    assert report.hidden_sizes == "leading dimension of every tensor input grown: 64 -> 65"
 
 
 def test_weights_come_from_the_reference_state_dict(run_judge) -> None:

@@ -156,10 +156,12 @@ def test_a_task_whose_output_is_always_zero_is_reported_weak(
 
 def test_pytorch_compute_hidden_in_a_helper_module_is_caught_at_run_time(session: Session) -> None:
     root = session.workspace.root
-    (root / "helpers.py").write_text("import torch\n\ndef finish(t):\n    return torch.relu(t)\n")
+    (root / "helpers.py").write_text(
+        "import torch\n\ndef finish(t, bias):\n    return torch.relu(t + bias)\n"
+    )
     (root / "model_new.py").write_text(
         TORCH_CANDIDATE.replace("import torch.nn as nn\n", "import torch.nn as nn\nimport helpers\n").replace(
-            "return (x + self.bias).clamp_min(0){suffix}", "return helpers.finish(x)"
+            "return (x + self.bias).clamp_min(0){suffix}", "return helpers.finish(x, self.bias)"
         )
     )
     result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu")))

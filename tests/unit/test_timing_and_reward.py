@@ -8,7 +8,8 @@ import pytest
 
 from cuda_agent_mcp.evaluator.reward import FAIL, milestones, reward
 from cuda_agent_mcp.evaluator.timing import (
-    disagrees,
+    HarnessCost,
+    clock_problem,
     median_rse,
     physical_floor_ms,
     summarize,
@@ -17,8 +18,9 @@ from cuda_agent_mcp.evaluator.timing import (
 
 
 def test_honest_times_agree_with_the_judges_clock() -> None:
-    assert not disagrees(event_ms=3.0, worker_wall_ms=3.04, judge_ms=3.4, overhead_ms=0.2)
-    assert not disagrees(event_ms=0.02, worker_wall_ms=0.06, judge_ms=0.5, overhead_ms=0.2)
+    assert clock_problem(event_ms=3.0, worker_wall_ms=3.04, judge_ms=3.4, overhead_ms=0.3) is None
+    # A batch of short calls: a 2 ms window, the harness's calibrated cost beside it.
+    assert clock_problem(event_ms=2.0, worker_wall_ms=2.03, judge_ms=2.3, overhead_ms=0.25) is None
 
 
 @pytest.mark.parametrize(
@@ -27,17 +29,28 @@ def test_honest_times_agree_with_the_judges_clock() -> None:
         (0.001, 3.0, 3.3, "a patched event timer, or work on another stream: the wall clock saw it"),
         (0.001, 0.002, 3.3, "both worker clocks forged: the judge's clock saw the time pass"),
         (3.0, 3.1, 1.0, "the worker claims more time than passed"),
-        (3.0, None, 3.2, "a timed call without a wall clock"),
+        (2.0, 2.0, 2.3, "10% of hidden work beside a 2 ms window: no fixed margin absorbs it any more"),
+        (2.0, 2.15, 2.25, "work after the events stop, inside the wall clock, beyond 5%"),
     ],
 )
-def test_forged_times_disagree(event: float, wall: float | None, judge: float, why: str) -> None:
-    assert disagrees(event_ms=event, worker_wall_ms=wall, judge_ms=judge, overhead_ms=0.1), why
+def test_forged_times_disagree(event: float, wall: float, judge: float, why: str) -> None:
+    assert clock_problem(event_ms=event, worker_wall_ms=wall, judge_ms=judge, overhead_ms=0.1) is not None, (
+        why
+    )
 
 
 def test_one_late_reply_is_noise_but_a_systematic_excess_is_hidden_work() -> None:
-    events = [0.05] * 20
-    assert not systematic_excess([0.05] * 17 + [3.0] * 3, events)
-    assert systematic_excess([2.0] * 20, events)
+    windows = [2.0] * 20
+    assert not systematic_excess([0.05] * 17 + [3.0] * 3, windows)
+    assert systematic_excess([0.2] * 20, windows)  # 10% of every window
+
+
+def test_the_harness_cost_is_fitted_from_calibration_batches_and_capped() -> None:
+    cost = HarnessCost.fit({1: [0.10, 0.12, 0.11], 16: [0.40, 0.41, 0.42]})
+    assert cost.fixed_ms == pytest.approx(0.11) and cost.per_output_ms == pytest.approx(0.02)
+    assert cost.ms(16) == pytest.approx(0.41)
+    noisy = HarnessCost.fit({1: [9.0], 16: [30.0]})
+    assert noisy.fixed_ms == HarnessCost.MAX_FIXED_MS and noisy.per_output_ms == HarnessCost.MAX_PER_OUTPUT_MS
 
 
 def test_statistics_of_samples() -> None:

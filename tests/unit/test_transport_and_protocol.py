@@ -10,7 +10,7 @@ import torch
 
 from cuda_agent_mcp.evaluator.protocol import (
     MAX_FRAME_BYTES,
-    CallResult,
+    BatchResult,
     FrameError,
     Loaded,
     encode,
@@ -83,7 +83,14 @@ def test_frames_round_trip_and_oversized_or_malformed_ones_are_refused() -> None
         os.close(read_fd)
         os.close(write_fd)
     with pytest.raises(FrameError, match="invalid reply"):
-        parse_reply(b'{"op": "result", "structure": "tensor", "outputs": [], "event_ms": -1.0}')
+        parse_reply(b'{"op": "result", "sets": [], "event_ms": -1.0}')
     with pytest.raises(FrameError, match="invalid reply"):
         parse_reply(b"not json")
-    assert len(encode(CallResult(structure="tensor", outputs=[]))) < 200
+    assert len(encode(BatchResult(sets=[]))) < 200
+    # The poison value NaN crosses as NaN: JSON's usual null would read back as "no poison".
+    from cuda_agent_mcp.evaluator.protocol import PrepareRequest, parse_request
+
+    prepared = parse_request(
+        encode(PrepareRequest(sets=[[None]], scalars_pickle=[""], poison=float("nan"), poison_bytes=8))[4:]
+    )
+    assert isinstance(prepared, PrepareRequest) and prepared.poison != prepared.poison
