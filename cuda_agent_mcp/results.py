@@ -222,12 +222,27 @@ class TimingStats(_Frozen):
     batch_calls: int = Field(default=1, description="calls per timed batch (short kernels run in batches)")
 
 
+class SanitizerReport(_Frozen):
+    """compute-sanitizer's verdict on one call of the candidate (evidence against only: `clean` proves
+    nothing, `errors` rejects with the first report)."""
+
+    tool: Literal["memcheck", "racecheck", "synccheck"]
+    status: Literal["clean", "errors", "unavailable", "failed", "timed_out", "skipped"]
+    message: str = ""
+    file: str | None = None
+    line: int | None = None
+    wall_s: float = 0.0
+
+
 class VerifyResult(_Frozen):
     verdict: Verdict
     source_hash: str
     build_key: str | None
     trials: int
     distributions: list[str]
+    hidden_sizes: str = Field(
+        default="", description="how the hidden-size trial grew the task, or why it could not"
+    )
     wall_s: float
     phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
     environment: dict[str, str] = Field(default_factory=dict, description="GPU, driver, CUDA, torch used")

@@ -128,7 +128,7 @@ def _evaluate(session: Session, a: VerifyArgs, env: EnvironmentSettings) -> Awai
 
 def evaluate_request(env: EnvironmentSettings, trials: int = 5) -> EvaluateRequest:
     return EvaluateRequest(
-        verify=VerifyRequest(trials=trials, device=env.device, audit=env.audit),
+        verify=VerifyRequest(trials=trials, device=env.device, audit=env.audit, sanitize="auto"),
         profile=ProfileRequest(device=env.device, baselines=env.baselines),
     )
 

@@ -41,6 +41,8 @@ def nvcc_command(
         str(tc.nvcc), "-c", source, "-o", output,
         flags.optimization, f"-std={tc.cxx_standard}", f"-arch={flags.arch}",
         "-Xptxas", "-v", "-Xcompiler", "-fPIC,-fvisibility=hidden",
+        # Line tables only (no change to the code): compute-sanitizer names file and line in its reports.
+        "-lineinfo",
     ]  # fmt: skip
     if flags.use_fast_math:
         cmd.append("--use_fast_math")

@@ -227,7 +227,7 @@ def eval_command(
 ) -> None:
     """verify + profile + reward (the paper's milestones: -1, 1, 2, 3)."""
     request = EvaluateRequest(
-        verify=VerifyRequest(device=device, audit=audit),  # type: ignore[arg-type]
+        verify=VerifyRequest(device=device, audit=audit, sanitize="auto"),  # type: ignore[arg-type]
         profile=ProfileRequest(device=device),  # type: ignore[arg-type]
     )
     result = _run_validated(lambda: evaluate_kernels(Session.open(directory), request))

@@ -20,7 +20,8 @@ def measure_baselines(judge: Judge) -> tuple[TimingStats | None, TimingStats | N
     if job.baselines == "skip":
         return None, None, False
     cache = Path(job.baseline_cache_path) if job.baseline_cache_path else None
-    key = f"{job.baseline_key}:{torch.cuda.get_device_name(judge.device) if judge.device.type == 'cuda' else 'cpu'}:{torch.__version__}"
+    # v2: entries carry per-call samples (for speedup intervals); older ones are measured again.
+    key = f"v2:{job.baseline_key}:{torch.cuda.get_device_name(judge.device) if judge.device.type == 'cuda' else 'cpu'}:{torch.__version__}"
     if job.baselines == "cached" and cache is not None:
         entry = _read_cache(cache).get(key)
         if entry:

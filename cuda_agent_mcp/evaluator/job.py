@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.results import KernelBreakdown, SpeedOfLight, TimingStats, Verdict
+from cuda_agent_mcp.results import KernelBreakdown, SanitizerReport, SpeedOfLight, TimingStats, Verdict
 
 Distribution = Literal["task", "shifted", "resized"]
 DISTRIBUTIONS: tuple[Distribution, ...] = ("task", "shifted", "resized")
@@ -80,6 +80,9 @@ class EvalJob(BaseModel):
         default_factory=list,
         description="libraries the task lets the candidate call: their kernels count as the workspace's",
     )
+    sanitize: Literal["memcheck", "racecheck", "synccheck"] | None = Field(
+        default=None, description="verify: also run one call under compute-sanitizer (evidence against only)"
+    )
     workspace_kernels: list[str] = Field(
         default_factory=list,
         description="demangled names of the kernels the build compiled from the workspace (from ptxas); "
@@ -124,6 +127,7 @@ class JudgeReport(BaseModel):
     hidden_sizes: str = Field(
         default="", description="how the hidden-size trial grew the task (or why it could not)"
     )
+    sanitizer: SanitizerReport | None = None
     held_gpu_bytes: int = Field(
         0,
         description="GPU memory the judge server still held after the job and its cache was emptied: "

@@ -46,7 +46,8 @@ from cuda_agent_mcp.evaluator.protocol import (
     RunRequest,
 )
 from cuda_agent_mcp.evaluator.refs import CudaIpcPayload, TensorRef, release_shm
-from cuda_agent_mcp.evaluator.sizes import SizePlan, grown_inputs, hidden_size_plan
+from cuda_agent_mcp.evaluator.sanitize import SanitizerTarget, start_target
+from cuda_agent_mcp.evaluator.sizes import SizePlan, grown_inputs, hidden_size_plan, smallest_inputs
 from cuda_agent_mcp.evaluator.staging import InputStage, Staged, private_copies
 from cuda_agent_mcp.evaluator.timing import (
     HarnessCost,
@@ -65,6 +66,7 @@ from cuda_agent_mcp.results import (
     KernelBreakdown,
     Passed,
     Rejected,
+    SanitizerReport,
     TimedOut,
     TimingStats,
     Verdict,
@@ -151,6 +153,7 @@ class Judge:
         self.batch_size = 1
         self._harness: dict[Worker, HarnessCost] = {}
         self._calls = 0
+        self.sanitizer: SanitizerReport | None = None
 
     # -- inputs and reference ------------------------------------------------------------------
 
@@ -441,6 +444,20 @@ class Judge:
         """Each trial's inputs run twice, at new addresses and with free memory poisoned differently;
         every output is checked, and the two runs must agree. Then one observed batch under the op
         recorder, if the job asks for the op audit."""
+        # Started first: its start-up (an interpreter, torch, a context under the sanitizer) runs beside
+        # the trials, which time nothing.
+        target = (
+            start_target(self.job.sanitize, self.device, self.env, self.scratch)
+            if self.job.sanitize
+            else None
+        )
+        try:
+            return self._verify(worker, target)
+        finally:
+            if isinstance(target, SanitizerTarget):
+                target.close()
+
+    def _verify(self, worker: Worker, target: SanitizerTarget | SanitizerReport | None) -> Verdict:
         worst_abs = worst_rel = 0.0
         for trial, seed in enumerate(self.job.seeds):
             distribution = self.job.distributions[trial % len(self.job.distributions)]
@@ -476,7 +493,32 @@ class Judge:
                     worst_abs, worst_rel = max(worst_abs, abs_error), max(worst_rel, rel_error)
         if self.job.op_audit and (rejected := self.audit_ops(worker)) is not None:
             return rejected
+        if target is not None:
+            with self.clock.phase("sanitizer"):
+                self.sanitizer = self.run_sanitizer(target)
+            if self.sanitizer.status == "errors":
+                where = f" ({self.sanitizer.file}:{self.sanitizer.line})" if self.sanitizer.file else ""
+                return Rejected(
+                    reason="sanitizer",
+                    message=f"compute-sanitizer {self.sanitizer.tool} found an error{where}: {self.sanitizer.message}",
+                )
         return Passed(trials=len(self.job.seeds), max_abs_error=worst_abs, max_rel_error=worst_rel)
+
+    def run_sanitizer(self, target: SanitizerTarget | SanitizerReport) -> SanitizerReport:
+        """One call of the candidate under compute-sanitizer, in a process of its own, on inputs it
+        allocates itself, at the smallest size the task allows."""
+        if isinstance(target, SanitizerReport):
+            return target  # unavailable here, and said so
+        payload = {
+            "init_args": _to_cpu(self.init_args),
+            "state": {k: v.detach().cpu().clone() for k, v in self.state.items()},
+            "inputs": smallest_inputs(self.reference, self.size_plan, secrets.randbits(62)),
+        }
+        return target.run(
+            Path(self.job.candidate_dir),
+            payload,
+            timeout_s=self.job.timeouts.load_s + self.job.timeouts.call_s,
+        )
 
     def audit_ops(self, worker: Worker) -> Rejected | None:
         """One observed batch under the op recorder: PyTorch compute in forward() rejects. (The

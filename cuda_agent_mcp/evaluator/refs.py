@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -63,6 +64,44 @@ def remove_judge_shm(judge_tag: str) -> None:
         path.unlink(missing_ok=True)
     for path in HOST_SHM.glob(f"cuda-agent-judge-shm-{family}-*"):
         shutil.rmtree(path, ignore_errors=True)
+
+
+# A judge whose /dev/shm is a mount of its own (started in its own mount namespace: every file in it is
+# this judge's or its workers') says so here; then everything a worker left is removed after it.
+PRIVATE_SHM_ENV = "CUDA_AGENT_PRIVATE_SHM"
+_TORCH_REFCOUNT = re.compile(r"^torch_(\d+)_")
+_OURS = re.compile(r"^(cuda-agent-|sem\.mp-|torch_\d+_)")
+
+
+def shm_snapshot() -> set[str]:
+    """The names in /dev/shm before a worker starts."""
+    try:
+        return set(os.listdir(HOST_SHM))
+    except OSError:
+        return set()
+
+
+def remove_worker_shm(before: set[str], worker_pid: int | None) -> None:
+    """Remove what a finished worker left in /dev/shm (principle 6: nothing a worker writes reaches a
+    later worker, a baseline or the judge): torch's reference-count files of its process and every file
+    it made that no one else would have made. Where the judge's /dev/shm is private (PRIVATE_SHM_ENV),
+    every new file but the judge's own is the worker's. On a shared /dev/shm a file named like another
+    process's torch or judge file is left alone (it may be one); the judge's private mount closes that gap."""
+    private = os.environ.get(PRIVATE_SHM_ENV) == "1"
+    judge_prefix = f"cuda-agent-{shm_tag()}-"
+    own_pid = os.getpid()
+    for name in shm_snapshot() - before:
+        refcount = _TORCH_REFCOUNT.match(name)
+        if name.startswith(judge_prefix) or (refcount is not None and int(refcount.group(1)) == own_pid):
+            continue  # the judge's own files
+        mine = refcount is not None and worker_pid is not None and int(refcount.group(1)) == worker_pid
+        if private or mine or not _OURS.match(name):
+            with contextlib.suppress(OSError):
+                path = HOST_SHM / name
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink()
 
 
 class CudaIpcPayload(BaseModel):

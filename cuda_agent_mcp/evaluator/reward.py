@@ -40,12 +40,28 @@ SCHEDULES: dict[str, Callable[[float, float], float]] = {
     "log_speedup": log_speedup,
     "fast_p": fast_p,
 }
+# The speedups at which a schedule's reward steps (log_speedup has none: it is continuous).
+THRESHOLDS: dict[str, tuple[float, ...]] = {"milestones": (1 / 0.95,), "fast_p": (1.0,), "log_speedup": ()}
 
 
 def reward(
-    schedule: RewardSchedule, passed: bool, speedup_vs_eager: float | None, speedup_vs_compile: float | None
+    schedule: RewardSchedule,
+    passed: bool,
+    speedup_vs_eager: float | None,
+    speedup_vs_compile: float | None,
+    *,
+    lower_bounds: tuple[float, float] | None = None,
+    capped: bool = False,
 ) -> float:
-    """The reward of one evaluation; anything short of a passed, fully timed kernel gets FAIL."""
+    """The reward of one evaluation; anything short of a passed, fully timed kernel gets FAIL.
+
+    `capped`: the timing is untrusted (evidence missing): correctness only, as if no faster than the
+    baselines. `lower_bounds`: the speedups' confidence-interval lower bounds; a schedule with thresholds
+    grants a step only when the lower bound is past it (principle 11)."""
     if not passed or speedup_vs_eager is None or speedup_vs_compile is None:
         return FAIL
+    if capped:
+        return SCHEDULES[schedule](1.0, 1.0)
+    if lower_bounds is not None and THRESHOLDS[schedule]:
+        return SCHEDULES[schedule](*lower_bounds)
     return SCHEDULES[schedule](speedup_vs_eager, speedup_vs_compile)

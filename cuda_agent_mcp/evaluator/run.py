@@ -45,6 +45,7 @@ def run_job(
                 phases_s=judge.clock.as_dict(),
                 environment=environment,
                 hidden_sizes=judge.size_plan.describe(),
+                sanitizer=judge.sanitizer,
             )
         stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s)
         kernels: KernelBreakdown | None = None

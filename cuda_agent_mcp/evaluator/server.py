@@ -15,6 +15,7 @@ client's to kill, with the whole server.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 import shutil
@@ -32,12 +33,17 @@ from cuda_agent_mcp.evaluator.protocol import read_frame_body, write_frame
 from cuda_agent_mcp.evaluator.worker_client import ForkedWorkerPool, WorkerPool, start_fork_server
 from cuda_agent_mcp.results import Crashed
 
-# Workers get only what they need: tools, locale, GPU selection and where our dependencies are.
-_WORKER_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TMPDIR", "PYTHONPATH")
+# Workers get only what they need: tools, locale, GPU selection and where our dependencies are. HOME and
+# TMPDIR are each worker's own directory (worker_client.py), never the judge's.
+_WORKER_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "PYTHONPATH")
+_PR_SET_DUMPABLE = 4
 
 
 def main() -> None:
     started = time.perf_counter()
+    # Not dumpable: no process of the same user (a worker) may ptrace this one or read its memory through
+    # /proc, even where Landlock is missing (measured on the H200: CUDA IPC is unaffected).
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     # No parent-death signal here: it fires when the *thread* that started us ends, and the tool layer
     # starts servers from short-lived worker threads. A watchdog notices the client's death instead.
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()

@@ -177,3 +177,42 @@ def grown_inputs(reference: ModuleType, plan: SizePlan, seed: int, device: torch
         torch.cat([a, b[:extra]], dim=0) if isinstance(a, torch.Tensor) and a.dim() >= 1 else a
         for a, b in zip(first, second, strict=True)
     ]
+
+
+def _smaller_odd(value: int, factor: int) -> int:
+    return max(1, value // factor) | 1
+
+
+def smallest_inputs(reference: ModuleType, plan: SizePlan, seed: int) -> list[Any]:
+    """One call's inputs on the CPU at the smallest size the task allows (for the compute-sanitizer
+    gate, which slows kernels by one to two orders of magnitude): the plan's size globals shrunk, or a
+    few rows of the shared leading dimension, each checked on the meta device; else the task's own."""
+    torch.manual_seed(seed)
+    if plan.kind == "globals":
+        for factor in (64, 16, 4):
+            smaller = {
+                name: tuple(_smaller_odd(v, factor) for v in value)
+                if isinstance(value, tuple)
+                else _smaller_odd(value, factor)
+                for name, value in ((n, getattr(reference, n)) for n in plan.sizes)
+            }
+            if _runs_on_meta(reference, smaller):
+                with resized(reference, smaller):
+                    return list(reference.get_inputs())
+    inputs = list(reference.get_inputs())
+    if plan.kind == "leading_dim":
+        rows = [x[:3] if isinstance(x, torch.Tensor) and x.dim() >= 1 else x for x in inputs]
+        if _runs_on_meta(reference, {}, [r.to("meta") if isinstance(r, torch.Tensor) else r for r in rows]):
+            return rows
+    return inputs
+
+
+def _runs_on_meta(reference: ModuleType, sizes: dict[str, Size], inputs: list[Any] | None = None) -> bool:
+    try:
+        with torch.device("meta"), resized(reference, sizes):
+            model = reference.Model(*reference.get_init_inputs())
+            with torch.no_grad():
+                model(*(inputs if inputs is not None else reference.get_inputs()))
+    except Exception:
+        return False
+    return True

@@ -36,7 +36,15 @@ from cuda_agent_mcp.evaluator.protocol import (
     read_frame_body,
     write_frame,
 )
-from cuda_agent_mcp.evaluator.refs import SHM_DIR_ENV, SHM_TAG_ENV, remove_shm_files, shm_dir, worker_tag
+from cuda_agent_mcp.evaluator.refs import (
+    SHM_DIR_ENV,
+    SHM_TAG_ENV,
+    remove_shm_files,
+    remove_worker_shm,
+    shm_dir,
+    shm_snapshot,
+    worker_tag,
+)
 from cuda_agent_mcp.executors.cgroup import PidsCgroup, pids_cgroup_root
 from cuda_agent_mcp.executors.local import child_python_path
 from cuda_agent_mcp.executors.sandboxed import available_isolation, landlock_abi
@@ -57,6 +65,8 @@ def worker_isolation() -> str:
         layers.append("pids cgroup")
     if landlock_abi() > 0:
         layers.append("landlock filesystem view")
+    if landlock_abi() >= 6:
+        layers.append("landlock signal scope")
     return ", ".join(layers)
 
 
@@ -169,6 +179,21 @@ class WorkerPool(Protocol):
     def close(self) -> None: ...
 
 
+def worker_env(env: dict[str, str], directory: Path, tag: str) -> dict[str, str]:
+    """A worker's whole environment: the judge's choice, with HOME and TMPDIR its own directory (gone
+    after the evaluation), never inherited."""
+    return {
+        **{k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")},
+        "HOME": str(directory),
+        "TMPDIR": str(directory),
+        "PYTHONPATH": child_python_path(env.get("PYTHONPATH", "")),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        SHM_TAG_ENV: tag,
+        SHM_DIR_ENV: str(shm_dir()),
+    }
+
+
 class WorkerProcess(Worker):
     """One untrusted worker, forked fresh for one evaluation from the fork server, in a directory of its
     own (its working directory and log; removed on close) and with its own tag for shared-memory names."""
@@ -184,13 +209,7 @@ class WorkerProcess(Worker):
         setup = ForkSetup(
             directory=str(self.directory),
             log_path=str(self.log_path),
-            env={
-                **env,
-                "PYTHONPATH": child_python_path(env.get("PYTHONPATH", "")),
-                "PYTHONDONTWRITEBYTECODE": "1",
-                SHM_TAG_ENV: self.tag,
-                SHM_DIR_ENV: str(shm_dir()),
-            },
+            env=worker_env(env, self.directory, self.tag),
             no_network="network" in available_isolation(),
         )
         # The Connection wrappers only carry the two pipe ends to the fork server (as file descriptors).
@@ -202,6 +221,7 @@ class WorkerProcess(Worker):
             for end in ends:
                 end.close()
         self.process = _ForkedProcess(forked)
+        self._shm_before = shm_snapshot()
         _live_workers.add(self)
         # Everything the worker starts lands in its cgroup (where one can be made), so nothing it starts
         # survives it, setsid and double forks included. It is added before it can run candidate code:
@@ -248,6 +268,7 @@ class WorkerProcess(Worker):
         if self.cage is not None:
             self.cage.remove()
         remove_shm_files(self.tag)
+        remove_worker_shm(self._shm_before, self.process.pid)
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
@@ -265,6 +286,7 @@ class ForkedWorkerPool:
         return worker_isolation()
 
     def take(self) -> WorkerProcess:
+        _season_fork_server()
         return WorkerProcess(self.scratch, self.env)
 
     def close(self) -> None:
@@ -287,6 +309,26 @@ def start_fork_server() -> None:
     """Start the fork server now (it imports torch, about 4 s), so that overlaps the caller's own start.
     Idempotent; the first fork starts it otherwise. It exits when this process does."""
     forkserver.ensure_running()
+
+
+_seasoned = False
+
+
+def _season_fork_server() -> None:
+    """Fork and reap one process that does nothing before the first worker, so every worker finds the
+    fork server's loop in the same state (a worker can read the fork server's frames: variables that
+    appear only once it has reaped a child would tell the first worker from later ones, e.g. a verify's
+    from the profile after it)."""
+    global _seasoned
+    if not _seasoned:
+        process = _FORK_CONTEXT.Process(target=_nothing)
+        process.start()
+        process.join()
+        _seasoned = True
+
+
+def _nothing() -> None:
+    """The seasoning fork's whole life."""
 
 
 def _forked_worker_main(request: Connection, reply: Connection, setup_json: str) -> None:

@@ -21,9 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from cuda_agent_mcp.build import BuildProgress, ProgressCallback
 from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluator.audit import audit_workspace
+from cuda_agent_mcp.evaluator.intervals import speedup_interval, straddles
 from cuda_agent_mcp.evaluator.job import DISTRIBUTIONS, EvalJob, JudgeReport, Timeouts, TimingPolicy
 from cuda_agent_mcp.evaluator.judge_service import JudgeUnavailable
-from cuda_agent_mcp.evaluator.reward import RewardSchedule, reward
+from cuda_agent_mcp.evaluator.reference_copies import reference_copies
+from cuda_agent_mcp.evaluator.reward import THRESHOLDS, RewardSchedule, reward
 from cuda_agent_mcp.executors.health import probe_gpu
 from cuda_agent_mcp.executors.scheduler import QueueStatus
 from cuda_agent_mcp.results import (
@@ -69,6 +71,11 @@ class VerifyRequest(BaseModel):
     precision_check: bool = Field(
         True, description="refuse fp32/fp64 outputs whose error norm shows lower-precision arithmetic"
     )
+    sanitize: Literal["off", "auto", "memcheck", "racecheck", "synccheck"] = Field(
+        default="off",
+        description="also run one call under compute-sanitizer (auto: memcheck); an error it reports rejects, "
+        "a machine without it says 'unavailable'",
+    )
     timeout_s: float = Field(600.0, gt=0)
 
 
@@ -91,12 +98,17 @@ class ProfileRequest(BaseModel):
         "throughput, occupancy, registers); diagnostics only, several seconds more",
     )
     ncu_timeout_s: float = Field(180.0, gt=0, description="limit on the ncu pass")
+    precision_check: bool = Field(
+        default=True,
+        description="refuse fp32/fp64 timed outputs whose error norm shows lower-precision arithmetic",
+    )
 
 
 class EvaluateRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    verify: VerifyRequest = VerifyRequest()
+    # The compute-sanitizer gate is on by default for evaluate (where the machine has it).
+    verify: VerifyRequest = VerifyRequest(sanitize="auto")
     profile: ProfileRequest = ProfileRequest()
     reward_schedule: RewardSchedule = "milestones"
 
@@ -168,7 +180,7 @@ async def _verify(
             distributions=[],
             wall_s=round(time.monotonic() - started, 3),
         )
-    if request.audit and (findings := audit_workspace(session.workspace.root, session.task.vendor_libraries)):
+    if request.audit and (findings := _audit(session)):
         return VerifyResult(
             verdict=Rejected(reason="forbidden_op", message=_describe(findings), findings=findings),
             source_hash=build.source_hash,
@@ -191,6 +203,11 @@ async def _verify(
         timeouts=Timeouts(call_s=request.call_timeout_s),
         op_audit=request.audit,
         max_error_norm=PRECISION_NORM_LIMIT if request.precision_check else None,
+        sanitize=None
+        if request.sanitize == "off"
+        else "memcheck"
+        if request.sanitize == "auto"
+        else request.sanitize,
     )
     return VerifyResult(
         verdict=report.verdict,
@@ -201,6 +218,8 @@ async def _verify(
         wall_s=round(time.monotonic() - started, 3),
         phases_s={"build": build.wall_s, **report.phases_s},
         environment=report.environment,
+        hidden_sizes=report.hidden_sizes,
+        sanitizer=report.sanitizer,
     )
 
 
@@ -234,12 +253,17 @@ async def _profile(
             timing=TimingPolicy(budget_s=request.budget_s),
             timeouts=Timeouts(call_s=request.call_timeout_s),
             workspace_kernels=sorted({kernel.name for kernel in build.kernels}),
+            max_error_norm=PRECISION_NORM_LIMIT if request.precision_check else None,
         )
         noisy = report.candidate is not None and report.candidate.cv > request.max_cv
         if not worth_remeasuring(report, request.max_cv) or attempts >= 2:
             break
         first_verdict = report.verdict  # measured once more, in fresh processes
     candidate, eager, compiled = report.candidate, report.eager, report.compiled
+    eager_ci, compile_ci = speedup_interval(eager, candidate), speedup_interval(compiled, candidate)
+    missing = list(report.evidence_missing)
+    if isinstance(report.verdict, Passed) and eager is not None and (eager_ci is None or compile_ci is None):
+        missing.append("speedup_intervals: a side of a speedup has no per-call samples")
     detail = None
     if request.detail == "ncu":
         detail = await _ncu_detail(session, build, request, progress)
@@ -263,6 +287,12 @@ async def _profile(
         measurements=attempts,
         first_verdict=first_verdict,
         ncu=detail,
+        speedup_vs_eager_ci=eager_ci,
+        speedup_vs_compile_ci=compile_ci,
+        speed_of_light=report.speed_of_light,
+        evidence_missing=missing,
+        faster_than_sol=report.faster_than_sol,
+        within_noise=any(straddles(ci, t) for ci in (eager_ci, compile_ci) for t in THRESHOLDS["milestones"]),
     )
 
 
@@ -296,9 +326,18 @@ async def _evaluate(
         )
     profiled = await profile_kernels(session, request.profile, progress=progress)
     passed = isinstance(profiled.verdict, Passed) and profiled.source_hash == verified.source_hash
-    value = reward(request.reward_schedule, passed, profiled.speedup_vs_eager, profiled.speedup_vs_compile)
-    if profiled.low_confidence:
-        value = min(value, 1.0)  # a speedup measured through noise earns no more than correctness
+    intervals = (profiled.speedup_vs_eager_ci, profiled.speedup_vs_compile_ci)
+    value = reward(
+        request.reward_schedule,
+        passed,
+        profiled.speedup_vs_eager,
+        profiled.speedup_vs_compile,
+        # A milestone needs the interval's lower bound past it: a speedup measured through noise has a
+        # wide interval and earns no step it cannot show (principle 11).
+        lower_bounds=(intervals[0].low, intervals[1].low) if intervals[0] and intervals[1] else None,
+        # Missing evidence (no kernel trace, no intervals) leaves the timing untrusted: correctness only.
+        capped=bool(profiled.evidence_missing),
+    )
     return EvalResult(
         verify=verified, profile=profiled, reward=value, reward_schedule=request.reward_schedule
     )
@@ -311,7 +350,17 @@ def worth_remeasuring(report: JudgeReport, max_cv: float) -> bool:
     hides work does so on every run."""
     if report.candidate is not None and report.candidate.cv > max_cv:
         return True
+    if report.faster_than_sol:
+        return True  # faster than speed of light: never taken on one measurement (principle 5)
     return isinstance(report.verdict, Rejected) and report.verdict.reason == "timing_disagreement"
+
+
+def _audit(session: Session) -> list[AuditFinding]:
+    """The static audit of the sources, and copies of the reference among the candidate's files."""
+    return [
+        *audit_workspace(session.workspace.root, session.task.vendor_libraries),
+        *reference_copies(candidate_python_files(session), session.workspace.reference_code),
+    ]
 
 
 def _describe(findings: list[AuditFinding]) -> str:
@@ -344,6 +393,7 @@ async def run_judge(
     timeouts: Timeouts | None = None,
     op_audit: bool = False,
     max_error_norm: float | None = None,
+    sanitize: Literal["memcheck", "racecheck", "synccheck"] | None = None,
     workspace_kernels: list[str] | None = None,
     progress: ProgressCallback | None = None,
 ) -> JudgeReport:
@@ -372,6 +422,7 @@ async def run_judge(
             timeouts=timeouts or Timeouts(),
             op_audit=op_audit,
             max_error_norm=max_error_norm,
+            sanitize=sanitize,
             workspace_kernels=workspace_kernels or [],
             vendor_libraries=list(session.task.vendor_libraries),
         )
@@ -400,11 +451,25 @@ def workspace_candidate(session: Session, build: BuildResult) -> Callable[[Path]
     return lambda target: _copy_candidate(session, build, target)
 
 
-def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
+def candidate_python_files(session: Session) -> list[Path]:
+    """The workspace's Python files that reach the worker: regular files only (a symlink planted by a
+    `run` command would make this copy read what it points to, anywhere this process may read), never
+    the reference itself."""
     root = session.workspace.root
-    for path in root.glob("*.py"):
-        if path.name != REFERENCE_FILE:
-            shutil.copy(path, target / path.name)
+    return sorted(
+        path
+        for path in root.glob("*.py")
+        if path.name != REFERENCE_FILE and path.is_file() and not path.is_symlink()
+    )
+
+
+def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
+    copies = {
+        f.file for f in reference_copies(candidate_python_files(session), session.workspace.reference_code)
+    }
+    for path in candidate_python_files(session):
+        if path.name not in copies:  # refused by the audit already; never staged even without it
+            shutil.copyfile(path, target / path.name, follow_symlinks=False)
     if not (target / CANDIDATE_FILE).exists():
         (target / CANDIDATE_FILE).write_text("raise ImportError('the workspace has no model_new.py')\n")
     assert build.extension_path is not None

@@ -147,6 +147,8 @@ def run_forked(request_fd: int, reply_fd: int, setup: ForkSetup) -> None:
     _close_fds_except({0, 1, 2, request_fd, reply_fd})  # nothing of the fork server's stays reachable
     os.environ.clear()
     os.environ.update(setup.env)
+    # The import path is the judge's choice: nothing relative to a working directory.
+    sys.path[:] = [entry for entry in sys.path if entry not in ("", ".")]
     sys.argv = ["cuda_agent_mcp.worker", str(request_fd), str(reply_fd)]  # as `main` is started
     limit_resources()
     serve(request_fd, reply_fd)

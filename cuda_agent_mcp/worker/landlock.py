@@ -5,7 +5,7 @@ it starts may read only the system directories, the Python installation it runs 
 candidate's own directory, and write only in its working directory and /dev (GPU device nodes, shared
 memory). Not readable: the evaluator's sources, the reference, other workspaces, the build cache, the
 judge's scratch. Landlock also forbids ptrace of processes outside the domain, so /proc/<judge>/mem and
-the like are closed too. Where the kernel has no Landlock, `confine` returns False and the judge records
+the like are closed too, and (ABI 6, Linux 6.12) signals to them: the worker cannot stop the judge. Where the kernel has no Landlock, `confine` returns False and the judge records
 that the worker ran without a filesystem view.
 """
 
@@ -32,7 +32,17 @@ WRITABLE_SYSTEM_PATHS = ("/dev",)
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    # The kernel reads as many fields as the size passed says: fs (ABI 1), net (ABI 4), scoped (ABI 6).
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+# ABI 6: no signals to, and no abstract unix sockets of, processes outside the domain (the judge, the
+# fork server, other workers): the worker cannot stop or kill the judge that times it.
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -69,8 +79,10 @@ def confine(*, readable: Iterable[Path], writable: Iterable[Path]) -> bool:
     if abi < 1:
         return False
     handled = _ABI1_ALL | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
-    attr = _RulesetAttr(handled)
-    ruleset = _libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0)
+    scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
+    attr = _RulesetAttr(handled, 0, scoped)
+    size = 24 if abi >= 6 else 8  # the fields this kernel knows, and no more
+    ruleset = _libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)
     if ruleset < 0:
         return False
     try:
