@@ -183,7 +183,8 @@ def main() -> None:
     text = json.dumps(report, indent=1)
     print(text)
     if args.out != "-":
-        open(args.out, "w").write(text)
+        with open(args.out, "w") as handle:
+            handle.write(text)
 
 
 if __name__ == "__main__":

@@ -150,11 +150,11 @@ def peaks() -> dict:
         return times[len(times) // 2]
 
     n = 1 << 30  # 4 GiB fp32
-    a = torch.empty(n, device="cuda")
-    b = torch.empty_like(a)
-    ms = bench(lambda: b.copy_(a))
+    source = torch.empty(n, device="cuda")
+    target = torch.empty_like(source)
+    ms = bench(lambda: target.copy_(source))
     out["copy_bytes_per_s"] = 2 * n * 4 / (ms / 1e3)
-    del a, b
+    source = target = None
     torch.backends.cuda.matmul.allow_tf32 = False
     for dtype, name, size in (
         (torch.float32, "fp32", 8192),
@@ -164,15 +164,13 @@ def peaks() -> dict:
     ):
         x = torch.randn(size, size, device="cuda", dtype=dtype)
         y = torch.randn(size, size, device="cuda", dtype=dtype)
-        ms = bench(lambda: x @ y)
+        ms = bench(lambda x=x, y=y: x @ y)
         out[f"matmul_{name}_flops_per_s"] = 2 * size**3 / (ms / 1e3)
     torch.backends.cuda.matmul.allow_tf32 = True
     x = torch.randn(8192, 8192, device="cuda")
     y = torch.randn(8192, 8192, device="cuda")
     out["matmul_tf32_flops_per_s"] = 2 * 8192**3 / (bench(lambda: x @ y) / 1e3)
     torch.backends.cuda.matmul.allow_tf32 = False
-    # fp32 FMA rate without tensor cores: a long elementwise FMA chain on a small resident tensor
-    z = torch.randn(1 << 24, device="cuda")
     out["elementwise_fma_chain_note"] = "see matmul_fp32 (SGEMM, FMA units) for the fp32 non-tensor peak"
     # memory pools: do two tensors in private pools export separate IPC allocations?
     try:
