@@ -313,6 +313,8 @@ class Judge:
             raise VerdictReached(
                 Crashed(phase="call", kind="protocol", message=f"unexpected reply {reply.op}")
             )
+        if reply.aliased:
+            raise VerdictReached(ContractViolation(check="aliasing", trial=0, message=reply.aliased))
         if len(reply.sets) != len(staged):
             raise VerdictReached(
                 Crashed(
@@ -331,8 +333,6 @@ class Judge:
     ) -> list[list[torch.Tensor]]:
         """Private copies of every output; an output that aliases an input or another output is a
         contract violation (principle 10), whatever the worker says about it."""
-        if reply.aliased:
-            raise VerdictReached(ContractViolation(check="aliasing", trial=0, message=reply.aliased))
         limit = 4 * out_bytes + (1 << 20)
         copies = []
         try:

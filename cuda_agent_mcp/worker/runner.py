@@ -142,6 +142,8 @@ class Runner:
                 outputs, event_ms, wall_ms, trace = self._traced(model)
         aliased = self._aliasing(self.batch, outputs)
         self.batch = []
+        if aliased:  # refused before anything is shared (an input's memory is the judge's to share)
+            return BatchResult(sets=[], event_ms=event_ms, wall_ms=wall_ms, aliased=aliased)
         sets = []
         for output in outputs:
             if isinstance(output, torch.Tensor):
