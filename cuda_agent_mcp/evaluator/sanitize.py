@@ -64,6 +64,9 @@ class SanitizerTarget:
                 "PYTHONPATH": child_python_path(env.get("PYTHONPATH", "")),
                 "HOME": str(work),
                 "TMPDIR": str(work),
+                # Every tensor its own cudaMalloc: the sanitizer checks accesses against allocations, and
+                # the caching allocator's 2 MiB segments would hide a read just past a tensor's end.
+                "PYTORCH_NO_CUDA_MEMORY_CACHING": "1",
             },
             start_new_session=True,
         )
