@@ -243,6 +243,9 @@ class VerifyResult(_Frozen):
     hidden_sizes: str = Field(
         default="", description="how the hidden-size trial grew the task, or why it could not"
     )
+    sanitizer: SanitizerReport | None = Field(
+        default=None, description="the compute-sanitizer gate, when asked for"
+    )
     wall_s: float
     phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
     environment: dict[str, str] = Field(default_factory=dict, description="GPU, driver, CUDA, torch used")
