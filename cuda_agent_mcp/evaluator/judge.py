@@ -48,7 +48,7 @@ from cuda_agent_mcp.evaluator.protocol import (
 from cuda_agent_mcp.evaluator.refs import CudaIpcPayload, TensorRef, release_shm
 from cuda_agent_mcp.evaluator.sanitize import SanitizerTarget, start_target
 from cuda_agent_mcp.evaluator.sizes import SizePlan, grown_inputs, hidden_size_plan, smallest_inputs
-from cuda_agent_mcp.evaluator.staging import InputStage, Staged, private_copies
+from cuda_agent_mcp.evaluator.staging import InputStage, Staged, judge_share, private_copies
 from cuda_agent_mcp.evaluator.timing import (
     HarnessCost,
     clock_problem,
@@ -57,7 +57,7 @@ from cuda_agent_mcp.evaluator.timing import (
     summarize,
     systematic_excess,
 )
-from cuda_agent_mcp.evaluator.transport import TransportError, open_ref, share
+from cuda_agent_mcp.evaluator.transport import TransportError, open_ref
 from cuda_agent_mcp.evaluator.worker_client import ForkedWorkerPool, Worker, WorkerLost, WorkerPool
 from cuda_agent_mcp.results import (
     AuditFinding,
@@ -248,7 +248,7 @@ class Judge:
         confine = Path(directory) == Path(self.job.candidate_dir)
         directory = worker.stage(directory)
         copies, pool = private_copies(self.state)
-        state = {k: share(v) for k, v in copies.items()}
+        state = {k: judge_share(v) for k, v in copies.items()}
         request = LoadRequest(
             directory=str(directory),
             module=module,

@@ -73,6 +73,16 @@ _TORCH_REFCOUNT = re.compile(r"^torch_(\d+)_")
 _OURS = re.compile(r"^(cuda-agent-|sem\.mp-|torch_\d+_)")
 
 
+# Files the judge's own CUDA exports made in /dev/shm (the driver's IPC files: a worker opens them to map
+# the judge's memory, so removing one breaks every later worker's mapping of it; measured on the H200).
+_JUDGE_FILES: set[str] = set()
+
+
+def note_judge_files(before: set[str]) -> None:
+    """Record what appeared in /dev/shm since `before`, around one of the judge's own CUDA exports."""
+    _JUDGE_FILES.update(shm_snapshot() - before)
+
+
 def shm_snapshot() -> set[str]:
     """The names in /dev/shm before a worker starts."""
     try:
@@ -92,7 +102,11 @@ def remove_worker_shm(before: set[str], worker_pid: int | None) -> None:
     own_pid = os.getpid()
     for name in shm_snapshot() - before:
         refcount = _TORCH_REFCOUNT.match(name)
-        if name.startswith(judge_prefix) or (refcount is not None and int(refcount.group(1)) == own_pid):
+        if (
+            name in _JUDGE_FILES
+            or name.startswith(judge_prefix)
+            or (refcount is not None and int(refcount.group(1)) == own_pid)
+        ):
             continue  # the judge's own files
         mine = refcount is not None and worker_pid is not None and int(refcount.group(1)) == worker_pid
         if private or mine or not _OURS.match(name):

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
+from cuda_agent_mcp.evaluator.refs import TensorRef, note_judge_files, release_shm, shm_snapshot
 from cuda_agent_mcp.evaluator.transport import dtype_name, open_ref, share
 
 ALIGNMENT = 256
@@ -145,6 +145,16 @@ class InputStage:
         """Drop every pool (the worker must have unmapped them first: see ReleaseRequest.inputs)."""
         self._release_cpu()
         self._pools.clear()
+
+
+def judge_share(tensor: torch.Tensor) -> TensorRef:
+    """`share` for the judge's own CUDA memory, noting the files the driver made for it in /dev/shm (a
+    finished worker's clean-up must leave those alone)."""
+    before = shm_snapshot() if tensor.is_cuda else set()
+    ref = share(tensor)
+    if tensor.is_cuda:
+        note_judge_files(before)
+    return ref
 
 
 def private_copies(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], Any]:
