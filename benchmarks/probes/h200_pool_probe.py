@@ -24,7 +24,12 @@ except Exception as e:
 
 
 def child(args) -> str:
-    done = subprocess.run([sys.executable, "-c", CHILD], input=base64.b64encode(pickle.dumps(args)).decode(), capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        input=base64.b64encode(pickle.dumps(args)).decode(),
+        capture_output=True,
+        text=True,
+    )
     return (done.stdout + done.stderr[-2000:]).strip()
 
 
@@ -55,19 +60,45 @@ if __name__ == "__main__" and len(sys.argv) == 1:
 
 
 def tool_layer() -> None:
-    """The relu example through the tool layer (judge server, compiled kernel): the full verdict."""
+    """Two verifies and a profile of the relu example per judge server, under switches that isolate the
+    cause of a second job's mapping failure; every verdict in full."""
+    import os
+
     import anyio
 
-    from cuda_agent_mcp.tools import Session, VerifyRequest, verify_kernels
+    from cuda_agent_mcp.evaluator.judge_service import close_shared_judge_pool
+    from cuda_agent_mcp.tools import ProfileRequest, Session, VerifyRequest, profile_kernels, verify_kernels
 
     sys.path.insert(0, ".")
-    from tests.conftest import EXAMPLES
+    import tempfile
+    from pathlib import Path
 
-    session = Session.open(EXAMPLES / "relu")
-    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(audit=False)))
-    print("tool layer relu:", result.verdict.model_dump_json()[:8000])
-    result = anyio.run(lambda: verify_kernels(session, VerifyRequest(audit=False, trials=1)))
-    print("again:", result.verdict.model_dump_json()[:3000])
+    from tests.conftest import EXAMPLES
+    from tests.evaluator.conftest import HONEST, judge
+
+    for index in range(3):
+        report = judge(Path(tempfile.mkdtemp()), HONEST, device="cuda")
+        print(f"in-process judge {index}:", report.verdict.model_dump_json()[:3000])
+    for label, env in (
+        ("no shm cleanup", {"CUDA_AGENT_PROBE_NO_SHM_CLEANUP": "1"}),
+        ("dumpable judge", {"CUDA_AGENT_PROBE_DUMPABLE": "1"}),
+        ("default", {}),
+    ):
+        os.environ.pop("CUDA_AGENT_PROBE_NO_SHM_CLEANUP", None)
+        os.environ.pop("CUDA_AGENT_PROBE_DUMPABLE", None)
+        os.environ.update(env)
+        close_shared_judge_pool()
+        session = Session.open(EXAMPLES / "relu")
+        for attempt in range(2):
+            result = anyio.run(lambda s=session: verify_kernels(s, VerifyRequest(audit=False, trials=2)))
+            print(f"{label} verify {attempt}:", result.verdict.model_dump_json()[:2500])
+        result = anyio.run(lambda s=session: profile_kernels(s, ProfileRequest(baselines="skip")))
+        print(
+            f"{label} profile:",
+            result.verdict.model_dump_json()[:1500],
+            result.candidate.model_dump_json(exclude={"samples_ms"}) if result.candidate else None,
+        )
+        print("  /dev/shm:", sorted(os.listdir("/dev/shm"))[:12])
 
 
 if __name__ == "__main__" and len(sys.argv) > 1:

@@ -436,7 +436,13 @@ class Judge:
         per_call = max((run.judge_ms - run.ping_ms - harness.ms(outputs)) / calls, 1e-3)
         wanted = math.ceil(self.job.timing.window_ms / per_call)
         per_set = max(sum(s.in_bytes + 2 * s.out_bytes for s in sets) // calls, 1)
-        self.batch_size = max(1, min(wanted, MAX_BATCH, BATCH_MEMORY_BYTES // per_set))
+        self.batch_size = max(1, min(wanted, MAX_BATCH, self._batch_memory() // per_set))
+
+    def _batch_memory(self) -> int:
+        """What a batch's input sets and outputs may take: a quarter of the free device memory."""
+        if self.device.type != "cuda":
+            return BATCH_MEMORY_BYTES
+        return max(BATCH_MEMORY_BYTES, torch.cuda.mem_get_info(self.device)[0] // 4)
 
     # -- verify ----------------------------------------------------------------------------------
 
@@ -467,10 +473,11 @@ class Judge:
             for attempt, poison in enumerate(POISON_VALUES):
                 run = self.run_batch(worker, sets, timeout_s=self._batch_timeout(len(sets)), poison=poison)
                 self.check_batch(run, sets, "verify", trial)
+                if trial < 2 and not (trial == 1 and attempt == 1):
+                    # The same warm-up of the batch size as a profile's first three batches.
+                    self.plan_batch(run, sets, worker)
                 if attempt == 0:
                     first = run.outputs
-                    if trial == 0:
-                        self.plan_batch(run, sets, worker)
                     continue
                 for previous, now, expected in zip(first, run.outputs, sets, strict=True):
                     if check_outputs(
@@ -614,8 +621,8 @@ class Judge:
             run = self.run_batch(worker, sets, timeout_s=self._batch_timeout(count, timeout_s))
             batches += 1
             self.check_batch(run, sets, "timed", batches - 1)
-            if batches == 1:
-                self.plan_batch(run, sets, worker)
+            if not warm:
+                self.plan_batch(run, sets, worker)  # the first calls pay lazy set-up: planned again each time
             if not warm or sets[0].distribution != "task":
                 continue
             if threads_after_warmup is None:
@@ -633,7 +640,7 @@ class Judge:
             if reply.event_ms is not None and reply.wall_ms is not None:
                 excess_ms.append(run.judge_ms - reply.wall_ms - overhead)
                 windows.append(reply.event_ms)
-                why = clock_problem(reply.event_ms, reply.wall_ms, run.judge_ms, overhead)
+                why = clock_problem(reply.event_ms, reply.wall_ms, run.judge_ms, overhead, harness.sync_ms)
             else:
                 why = None
             if why is not None:

@@ -81,7 +81,9 @@ CLOCK_RESOLUTION_MS = 0.005
 MAX_KEPT_SAMPLES = 512
 
 
-def clock_problem(event_ms: float, worker_wall_ms: float, judge_ms: float, overhead_ms: float) -> str | None:
+def clock_problem(
+    event_ms: float, worker_wall_ms: float, judge_ms: float, overhead_ms: float, sync_ms: float = 0.0
+) -> str | None:
     """Which cross-check of one batch's clocks failed, or None.
 
     Three clocks: CUDA events on the launch stream and a wall clock around the batch closed by a
@@ -89,14 +91,15 @@ def clock_problem(event_ms: float, worker_wall_ms: float, judge_ms: float, overh
     run request to receiving its reply, which bounds the real time from above. Work on another stream shows
     as wall time the events missed; a patched event timer shows the same way; a worker that forges both
     still has to spend the time before it replies, which the judge's clock sees beyond the round trip and
-    the harness's calibrated cost (`overhead_ms`).
+    the harness's calibrated cost (`overhead_ms`). `sync_ms` is the calibrated latency between the wall
+    clock and the events (recording an event, returning from the synchronize), measured with no candidate.
     """
     slack = RELATIVE_TOLERANCE * event_ms + CLOCK_RESOLUTION_MS
     if event_ms > worker_wall_ms + slack:
         return "events above the worker's wall clock"
     if worker_wall_ms > judge_ms + CLOCK_RESOLUTION_MS:
         return "worker's wall clock above the judge's"
-    if worker_wall_ms - event_ms > slack:
+    if worker_wall_ms - event_ms - sync_ms > slack:
         return "worker's wall clock beyond the events"
     if judge_ms - worker_wall_ms - overhead_ms > slack:
         return "judge's clock beyond the worker's"
@@ -123,24 +126,29 @@ class HarnessCost:
 
     fixed_ms: float = 0.0
     per_output_ms: float = 0.0
+    sync_ms: float = 0.0  # wall clock beyond the events around an empty-ish batch
 
     MAX_FIXED_MS = 1.0
     MAX_PER_OUTPUT_MS = 0.05
+    MAX_SYNC_MS = 0.05
 
     def ms(self, outputs: int) -> float:
         return self.fixed_ms + self.per_output_ms * max(outputs - 1, 0)
 
     @classmethod
-    def fit(cls, excess_by_outputs: dict[int, list[float]]) -> HarnessCost:
+    def fit(
+        cls, excess_by_outputs: dict[int, list[float]], sync_ms: list[float] | None = None
+    ) -> HarnessCost:
         """From calibration batches of one and of several outputs (keys: outputs per batch)."""
         medians = {n: statistics.median(v) for n, v in excess_by_outputs.items() if v}
+        sync = min(max(statistics.median(sync_ms), 0.0), cls.MAX_SYNC_MS) if sync_ms else 0.0
         if not medians:
-            return cls()
+            return cls(sync_ms=sync)
         few, many = min(medians), max(medians)
         per_output = (medians[many] - medians[few]) / (many - few) if many > few else 0.0
         per_output = min(max(per_output, 0.0), cls.MAX_PER_OUTPUT_MS)
         fixed = min(max(medians[few] - per_output * (few - 1), 0.0), cls.MAX_FIXED_MS)
-        return cls(fixed_ms=fixed, per_output_ms=per_output)
+        return cls(fixed_ms=fixed, per_output_ms=per_output, sync_ms=sync)
 
 
 def physical_floor_ms(gpu_name: str, bytes_moved: int) -> float | None:
