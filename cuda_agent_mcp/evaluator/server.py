@@ -76,17 +76,27 @@ def main() -> None:
                 return
             report = _run_one(run_job, job, scratch, env, workers)
             if torch.cuda.is_available():
+                torch.cuda.ipc_collect()  # blocks whose IPC references workers dropped, before emptying
                 torch.cuda.empty_cache()  # the next job's inputs may need all of it
-                if torch.cuda.memory_allocated() > RETIRE_HELD_GPU_BYTES:
+                if _held() > RETIRE_HELD_GPU_BYTES:
                     # Before asking to be retired: the job's tensors may only sit in reference cycles
                     # (tracebacks, the judge's own). Collected only then, off the common path.
                     gc.collect()
                     torch.cuda.empty_cache()
-                report = report.model_copy(update={"held_gpu_bytes": torch.cuda.memory_allocated()})
+                report = report.model_copy(update={"held_gpu_bytes": _held()})
             write_frame(reply_fd, report)
     finally:
         workers.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _held() -> int:
+    """GPU memory still allocated after a job, less the input pools kept for the next jobs on purpose."""
+    import torch
+
+    from cuda_agent_mcp.evaluator.staging import idle_pool_bytes
+
+    return max(torch.cuda.memory_allocated() - idle_pool_bytes(), 0)
 
 
 def _worker_pool(scratch: Path, env: dict[str, str]) -> WorkerPool:

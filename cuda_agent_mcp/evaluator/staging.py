@@ -108,7 +108,11 @@ class InputStage:
         nbytes = extent * value.element_size()
         pool = self._pools.get(position)
         if pool is None or pool.slot_bytes < _aligned(nbytes) or pool.regions < regions:
-            pool = self._new_pool(_aligned(max(nbytes, 1)), max(regions, pool.regions if pool else 1))
+            if pool is not None:
+                _IDLE.append(pool)
+            pool = _take_pool(
+                self.device, _aligned(max(nbytes, 1)), max(regions, pool.regions if pool else 1)
+            )
             self._pools[position] = pool
         shift = ALIGNMENT * pool.order[call % SHIFTS]
         offset = region * pool.slot_bytes + shift
@@ -142,9 +146,61 @@ class InputStage:
         self._cpu_refs = []
 
     def close(self) -> None:
-        """Drop every pool (the worker must have unmapped them first: see ReleaseRequest.inputs)."""
+        """Give every pool back for the next evaluation (the worker must have unmapped them first: see
+        ReleaseRequest.inputs)."""
         self._release_cpu()
+        _IDLE.extend(self._pools.values())
         self._pools.clear()
+        _trim_idle()
+
+
+# Pools outlive the evaluation that made them and serve the next ones: destroying a MemPool whose memory
+# another process had mapped, then emptying the allocator's cache, broke every later job's IPC mappings
+# on the H200 (cudaErrorMapBufferObjectFailed in the next worker). Pools are only ever dropped after
+# torch has collected the IPC references (`ipc_collect`), and only beyond MAX_IDLE_POOL_BYTES.
+_IDLE: list[_Pool] = []
+MAX_IDLE_POOL_BYTES = 8 << 30
+
+
+def _take_pool(device: torch.device, slot_bytes: int, regions: int) -> _Pool:
+    fitting = [
+        p for p in _IDLE if p.buffer.device == device and p.slot_bytes >= slot_bytes and p.regions >= regions
+    ]
+    if fitting:
+        pool = min(fitting, key=lambda p: p.buffer.numel())
+        _IDLE.remove(pool)
+        secrets.SystemRandom().shuffle(pool.order)
+        return pool
+    mem_pool = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(mem_pool):
+        buffer = torch.empty(regions * slot_bytes + ALIGNMENT * SHIFTS, dtype=torch.uint8, device=device)
+    order = list(range(SHIFTS))
+    secrets.SystemRandom().shuffle(order)
+    return _Pool(
+        slot_bytes=slot_bytes,
+        regions=regions,
+        buffer=buffer,
+        pool=mem_pool,
+        ref=judge_share(buffer),
+        order=order,
+    )
+
+
+def idle_pool_bytes() -> int:
+    """Device memory the kept pools hold (the judge server's retirement rule leaves it out)."""
+    return sum(p.buffer.numel() for p in _IDLE)
+
+
+def _trim_idle() -> None:
+    held = sum(p.buffer.numel() for p in _IDLE)
+    if held <= MAX_IDLE_POOL_BYTES:
+        return
+    torch.cuda.ipc_collect()  # torch's references from the workers that mapped them, first
+    for pool in sorted(_IDLE, key=lambda p: p.buffer.numel(), reverse=True):
+        if held <= MAX_IDLE_POOL_BYTES:
+            break
+        _IDLE.remove(pool)
+        held -= pool.buffer.numel()
 
 
 def judge_share(tensor: torch.Tensor) -> TensorRef:
