@@ -77,6 +77,11 @@ def _quantile(ordered: list[float], q: float) -> float:
 # term is the clocks' own resolution; batches hold at least a millisecond of work (judge.TARGET_WINDOW_MS),
 # so 5% of a window is more than a small kernel's whole run.
 RELATIVE_TOLERANCE = 0.05
+# One batch whose clocks disagree by more than this share of its window is discarded (scheduling noise of
+# a tenth of a millisecond is common on the H200); discarding grants nothing, and the median of all the
+# batches' excess must still stay within RELATIVE_TOLERANCE (`systematic_excess`), or the timing is
+# rejected: hidden work has to be in every call to help, and then the median shows it.
+SAMPLE_TOLERANCE = 0.25
 CLOCK_RESOLUTION_MS = 0.005
 MAX_KEPT_SAMPLES = 512
 
@@ -94,7 +99,7 @@ def clock_problem(
     the harness's calibrated cost (`overhead_ms`). `sync_ms` is the calibrated latency between the wall
     clock and the events (recording an event, returning from the synchronize), measured with no candidate.
     """
-    slack = RELATIVE_TOLERANCE * event_ms + CLOCK_RESOLUTION_MS
+    slack = SAMPLE_TOLERANCE * event_ms + CLOCK_RESOLUTION_MS
     if event_ms > worker_wall_ms + slack:
         return "events above the worker's wall clock"
     if worker_wall_ms > judge_ms + CLOCK_RESOLUTION_MS:

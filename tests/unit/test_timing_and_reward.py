@@ -29,8 +29,8 @@ def test_honest_times_agree_with_the_judges_clock() -> None:
         (0.001, 3.0, 3.3, "a patched event timer, or work on another stream: the wall clock saw it"),
         (0.001, 0.002, 3.3, "both worker clocks forged: the judge's clock saw the time pass"),
         (3.0, 3.1, 1.0, "the worker claims more time than passed"),
-        (2.0, 2.0, 2.3, "10% of hidden work beside a 2 ms window: no fixed margin absorbs it any more"),
-        (2.0, 2.15, 2.25, "work after the events stop, inside the wall clock, beyond 5%"),
+        (2.0, 2.0, 2.8, "35% of hidden work beside a 2 ms window: no fixed margin absorbs it any more"),
+        (2.0, 2.6, 2.7, "work after the events stop, inside the wall clock"),
     ],
 )
 def test_forged_times_disagree(event: float, wall: float, judge: float, why: str) -> None:
@@ -42,7 +42,8 @@ def test_forged_times_disagree(event: float, wall: float, judge: float, why: str
 def test_one_late_reply_is_noise_but_a_systematic_excess_is_hidden_work() -> None:
     windows = [2.0] * 20
     assert not systematic_excess([0.05] * 17 + [3.0] * 3, windows)
-    assert systematic_excess([0.2] * 20, windows)  # 10% of every window
+    assert systematic_excess([0.2] * 20, windows)  # 10% of every window: each batch alone is within noise
+    assert clock_problem(event_ms=2.0, worker_wall_ms=2.0, judge_ms=2.3, overhead_ms=0.1) is None
 
 
 def test_the_harness_cost_is_fitted_from_calibration_batches_and_capped() -> None:
