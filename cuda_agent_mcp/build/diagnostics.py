@@ -19,6 +19,9 @@ _EDG = re.compile(
     r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<sev>catastrophic error|error|warning|remark)(?: #[\w-]+)?: (?P<msg>.*)$"
 )
 _PTXAS_MSG = re.compile(r"^ptxas (?P<sev>error|warning|fatal)\s*: (?P<msg>.*)$")
+# ptxas on the PTX nvcc generated ("ptxas /tmp/tmpxft_..._k.ptx, line 31; error   : Instruction 'wgmma.fence'
+# not supported on .target 'sm_90'"): the line is the PTX's, so only the unit is named, never that file.
+_PTXAS_PTX_MSG = re.compile(r"^ptxas \S+, line \d+; (?P<sev>error|warning|fatal)\s*: (?P<msg>.*)$")
 _LINK_UNDEFINED = re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'")
 _LINK_OBJECT = re.compile(r"^(?:/usr/bin/)?ld: (?P<obj>\S+?\.o): in function")
 
@@ -63,7 +66,7 @@ def parse_compiler_output(
         elif match := _GCC.match(line):
             column = int(match.group("col")) if match.group("col") else None
             diagnostics.append(_located(match, "nvcc" if tool == "nvcc" else "c++", path_map, column))
-        elif match := _PTXAS_MSG.match(line):
+        elif match := _PTXAS_MSG.match(line) or _PTXAS_PTX_MSG.match(line):
             diagnostics.append(
                 Diagnostic(
                     file=unit_file,

@@ -16,7 +16,9 @@ from cuda_agent_mcp.build.facts import boot_identity, file_identity, remembered
 from cuda_agent_mcp.build.toolchain import Toolchain
 from cuda_agent_mcp.workspace.harness import EXTENSION_NAME
 
-DEFAULT_ARCH = "sm_90"  # Hopper, the paper's target; used when no GPU is visible (CPU build machines)
+# Hopper, the paper's target, used when no GPU is visible (CPU build machines). Its arch-specific variant:
+# wgmma and setmaxnreg exist only there (docs/DECISIONS.md, "Arch-specific GPU targets").
+DEFAULT_ARCH = "sm_90a"
 ARCH_ENV = "CUDA_AGENT_ARCH"
 
 
@@ -39,7 +41,7 @@ def nvcc_command(
     """Compile one pure-CUDA translation unit (no torch headers on its include path)."""
     cmd = [
         str(tc.nvcc), "-c", source, "-o", output,
-        flags.optimization, f"-std={tc.cxx_standard}", f"-arch={flags.arch}",
+        flags.optimization, f"-std={tc.cxx_standard}", target_option(flags.arch),
         "-Xptxas", "-v", "-Xcompiler", "-fPIC,-fvisibility=hidden",
         # Line tables only (no change to the code): compute-sanitizer names file and line in its reports.
         "-lineinfo",
@@ -49,6 +51,22 @@ def nvcc_command(
     cmd += [f"-I{d}" for d in include_dirs]
     cmd += [f"-I{d}" for d in tc.cuda_include_dirs]
     return cmd
+
+
+def target_option(arch: str) -> str:
+    """nvcc's target for `arch`. An arch-specific target (sm_90a) is named by -gencode: nvcc 13.0's
+    -arch=sm_90a shorthand also runs a plain compute_90 pass, which rejects wgmma (measured)."""
+    if arch[-1] in "af":
+        return f"-gencode=arch=compute_{arch.removeprefix('sm_')},code={arch}"
+    return f"-arch={arch}"
+
+
+def arch_specific(arch: str) -> str:
+    """The arch-specific variant of a GPU's own target (sm_90 -> sm_90a) from compute capability 9.0
+    on, where nvcc has one for every GPU: a build for the GPU it runs on may use all of that GPU's
+    instructions (wgmma, setmaxnreg; tcgen05 on Blackwell), at the price of PTX that runs nowhere else."""
+    match = re.fullmatch(r"sm_(\d+)", arch)
+    return f"{arch}a" if match and int(match.group(1)) >= 90 else arch
 
 
 def cxx_command(
@@ -109,15 +127,18 @@ def fingerprint(*parts: object) -> str:
 
 
 def detect_arch(facts_dir: Path | None = None) -> str:
-    """The build target: $CUDA_AGENT_ARCH, else the first visible GPU's, else sm_90."""
+    """The build target: $CUDA_AGENT_ARCH as given, else the first visible GPU's (its arch-specific
+    variant from Hopper on: sm_90a), else sm_90a."""
     if value := os.environ.get(ARCH_ENV):
         return value
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return DEFAULT_ARCH
-    return remembered(
+    # The plain target is what is remembered (facts stored before the variant existed stay valid).
+    plain = remembered(
         facts_dir, "gpu_arch", f"{boot_identity()}:{file_identity(smi)}", lambda: _query_arch(smi)
     )
+    return arch_specific(plain)
 
 
 @cache

@@ -149,7 +149,7 @@ def workspace_new(
 def compile_command(
     directory: Annotated[Path, typer.Argument(help="workspace directory")] = Path("."),
     arch: Annotated[
-        str | None, typer.Option(help="GPU target, e.g. sm_90 (default: this GPU, else sm_90)")
+        str | None, typer.Option(help="GPU target, e.g. sm_90a (default: this GPU's, else sm_90a)")
     ] = None,
     json: JsonOption = False,
 ) -> None:

@@ -15,7 +15,9 @@ class CompileRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     arch: str | None = Field(
-        None, pattern=r"^sm_\d+[af]?$", description="GPU target; default: this machine's GPU or sm_90"
+        None,
+        pattern=r"^sm_\d+[af]?$",
+        description="GPU target; default: this machine's GPU (sm_90a on Hopper) or sm_90a",
     )
 
 

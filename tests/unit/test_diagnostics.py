@@ -115,3 +115,21 @@ def test_real_demangling_reads_kernel_names() -> None:
     from cuda_agent_mcp.build.diagnostics import demangle
 
     assert demangle(["_Z1kPf", "plain_c_name"]) in (["k(float*)", "plain_c_name"], ["_Z1kPf", "plain_c_name"])
+
+
+PTXAS_ON_GENERATED_PTX = """\
+ptxas /tmp/tmpxft_00004092_00000000-7_w.compute_90.ptx, line 31; error   : Instruction 'wgmma.fence' not supported on .target 'sm_90'
+ptxas fatal   : Ptx assembly aborted due to errors
+"""
+
+
+def test_ptxas_errors_in_generated_ptx_keep_their_reason_and_not_the_temporary_file() -> None:
+    found = parse_compiler_output(
+        PTXAS_ON_GENERATED_PTX, tool="nvcc", path_map={}, unit_file="kernels/wgmma.cu"
+    )
+    assert [(d.file, d.line, d.severity, d.tool) for d in found] == [
+        ("kernels/wgmma.cu", None, "error", "ptxas"),
+        ("kernels/wgmma.cu", None, "error", "ptxas"),
+    ]
+    assert found[0].message == "Instruction 'wgmma.fence' not supported on .target 'sm_90'"
+    assert not any("/tmp" in d.message for d in found)
