@@ -17,13 +17,15 @@ import ast
 from collections.abc import Callable
 
 from cuda_agent_mcp.evaluator.ops import computes
+from cuda_agent_mcp.evaluator.python_names import (
+    HOLDERS,
+    ModuleNames,
+    forbidden,
+    spelled,
+    torch_compute,
+)
 from cuda_agent_mcp.results import AuditFinding
 
-ALLOWED_TORCH_CALLS = {
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-    "tensor", "as_tensor", "arange", "device", "dtype", "Size", "is_tensor", "no_grad", "inference_mode",
-    "get_default_dtype", "promote_types", "result_type", "finfo", "iinfo",
-}  # fmt: skip
 ALLOWED_TENSOR_METHODS = {
     "contiguous", "view", "reshape", "size", "dim", "numel", "stride", "is_contiguous", "data_ptr",
     "element_size", "to", "cuda", "cpu", "float", "half", "bfloat16", "double", "int", "long", "bool",
@@ -38,60 +40,10 @@ _BUILTIN_METHODS = {
     "values", "items", "join", "format", "replace", "lower", "upper", "strip", "update", "discard", "real",
     "imag", "data",
 }  # fmt: skip
-_TORCH_COMPUTE_MODULES = (
-    "nn",
-    "ops",
-    "_C",
-    "compile",
-    "special",
-    "linalg",
-    "fft",
-    "jit",
-    "func",
-    "_ops",
-    "_refs",
-    "_prims",
-    "sparse",
-    "library",
-)
-# Containers and parameters may hold the reference's weights (so its state_dict loads); calling a
-# layer in forward() runs PyTorch's implementation.
-_HOLDERS = {"Parameter", "ParameterList", "ParameterDict", "ModuleList", "ModuleDict", "Buffer", "Module"}
-
 # Lookups by computed names (setattr and delattr write, so they are not lookups).
 _COMPUTED_NAME_CALLS = {"getattr", "globals", "locals", "vars", "__import__"}
 _DYNAMIC_CODE_CALLS = {"eval", "exec", "compile"}
-# module: (rule, why), refused wherever it is imported or used
-_FORBIDDEN_MODULES = {
-    "importlib": ("computed_name", "imports modules by computed names"),
-    "builtins": ("computed_name", "reaches builtins by name"),
-    "operator": ("computed_name", "attrgetter/methodcaller look attributes up by computed names"),
-    "pickle": ("dynamic_code", "unpickling builds calls at run time"),
-    "marshal": ("dynamic_code", "loads code at run time"),
-    "dill": ("dynamic_code", "unpickling builds calls at run time"),
-    "cloudpickle": ("dynamic_code", "unpickling builds calls at run time"),
-    "types": ("dynamic_code", "builds functions and code objects at run time"),
-    "ctypes": ("forbidden_library", "loads native libraries past the build"),
-    "cffi": ("forbidden_library", "loads native libraries past the build"),
-    "triton": ("forbidden_library", "compiles kernels that are not your workspace's"),
-    "cupy": ("forbidden_library", "computes outside your kernels"),
-    "numba": ("forbidden_library", "compiles kernels that are not your workspace's"),
-    "pycuda": ("forbidden_library", "compiles and loads kernels that are not your workspace's"),
-    "cuda": ("forbidden_library", "loads modules and libraries past the build"),
-    "numpy": ("forbidden_library", "computes outside your kernels"),
-    "scipy": ("forbidden_library", "computes outside your kernels"),
-    "jax": ("forbidden_library", "computes outside your kernels"),
-    "tensorflow": ("forbidden_library", "computes outside your kernels"),
-    "torch.utils.cpp_extension": ("forbidden_library", "compiles and loads code past the build"),
-    "torch.cuda.jiterator": ("forbidden_library", "compiles kernels at run time"),
-    "torch.ops.load_library": ("forbidden_library", "loads native libraries past the build"),
-    "torch.library": ("forbidden_library", "registers operators past the build"),
-    "sys.modules": ("computed_name", "reaches modules by computed names"),
-}
 _DUNDERS = {"__dict__", "__getattribute__", "__builtins__", "__globals__", "__code__", "__closure__"}
-
-# What the usual names mean where the module does not bind them itself.
-_CONVENTIONAL = {"torch": "torch", "F": "torch.nn.functional", "nn": "torch.nn"}
 
 Add = Callable[[ast.AST | None, str, str], None]
 
@@ -108,7 +60,7 @@ def audit_python(source: str, file: str, *, candidate: bool) -> list[AuditFindin
         line = getattr(node, "lineno", None)
         found.setdefault((line, message), AuditFinding(file=file, line=line, rule=rule, message=message))
 
-    names = _Names(tree)
+    names = ModuleNames(tree)
     _check_imports(tree, names, add)
     _check_dynamic(tree, names, add)
     checked = _checked_functions(tree)
@@ -120,86 +72,7 @@ def audit_python(source: str, file: str, *, candidate: bool) -> list[AuditFindin
     return sorted(found.values(), key=lambda f: (f.line or 0, f.message))
 
 
-class _Names:
-    """What the module's names stand for: local name -> dotted target (`F` -> `torch.nn.functional`)."""
-
-    def __init__(self, tree: ast.Module) -> None:
-        self.targets: dict[str, str] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    local = alias.asname or alias.name.split(".")[0]
-                    self.targets[local] = alias.name if alias.asname else local
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    self.targets[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        for _ in range(3):  # `T = torch`, then `G = T.nn.functional`
-            for node in ast.walk(tree):
-                if (
-                    isinstance(node, ast.Assign)
-                    and len(node.targets) == 1
-                    and isinstance(node.targets[0], ast.Name)
-                ):
-                    resolved = self.resolve(node.value)
-                    if resolved is not None and resolved.split(".")[0] in ("torch", *_FORBIDDEN_MODULES):
-                        self.targets[node.targets[0].id] = resolved
-
-    def resolve(self, node: ast.AST) -> str | None:
-        """`T.nn.functional.relu` -> `torch.nn.functional.relu`, through the module's aliases; a
-        constant getattr is an attribute (`getattr(torch, "relu")` -> `torch.relu`)."""
-        parts: list[str] = []
-        while True:
-            if isinstance(node, ast.Attribute):
-                parts.append(node.attr)
-                node = node.value
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "getattr"
-                and len(node.args) >= 2
-                and isinstance(node.args[1], ast.Constant)
-                and isinstance(node.args[1].value, str)
-            ):
-                parts.append(node.args[1].value)
-                node = node.args[0]
-            else:
-                break
-        if not isinstance(node, ast.Name):
-            return None
-        head = self.targets.get(node.id, _CONVENTIONAL.get(node.id))
-        return ".".join([head, *reversed(parts)]) if head else None
-
-
-def _torch_compute(dotted: str, *, called: bool) -> bool:
-    """Whether the torch name computes (a call of it, or handing it around)."""
-    parts = dotted.split(".")
-    if parts[0] != "torch" or len(parts) < 2:
-        return False
-    if parts[1] == "nn":
-        if len(parts) >= 3 and parts[2] == "functional":
-            return len(parts) > 3
-        return called and len(parts) >= 3 and parts[-1] not in _HOLDERS and parts[-1] not in ("init",)
-    if parts[1] in _TORCH_COMPUTE_MODULES:
-        return len(parts) > 2 or parts[1] == "compile"
-    if parts[1] == "Tensor" and len(parts) == 3:
-        return computes(parts[2])
-    if len(parts) == 2:
-        if called:
-            return (parts[1] not in ALLOWED_TORCH_CALLS and computes(parts[1])) or parts[1] in (
-                "compile",
-                "vmap",
-            )
-        return computes(parts[1])
-    return False
-
-
-def _spelled(node: ast.AST, dotted: str) -> str:
-    """The name as written, with what it resolves to where that differs (`F.gelu (torch.nn.functional.gelu)`)."""
-    written = ast.unparse(node)
-    return written if written == dotted else f"{written} ({dotted})"
-
-
-def _check_imports(tree: ast.Module, names: _Names, add: Add) -> None:
+def _check_imports(tree: ast.Module, names: ModuleNames, add: Add) -> None:
     for node in ast.walk(tree):
         modules: list[str] = []
         if isinstance(node, ast.Import):
@@ -207,14 +80,14 @@ def _check_imports(tree: ast.Module, names: _Names, add: Add) -> None:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
             for alias in node.names:
-                if _torch_compute(f"{node.module}.{alias.name}", called=False):
+                if torch_compute(f"{node.module}.{alias.name}", called=False):
                     add(
                         node,
                         "torch_compute",
                         f"imports the PyTorch compute function {node.module}.{alias.name}: only your kernels may compute",
                     )
         for module in modules:
-            if (rule := _forbidden(module)) is not None:
+            if (rule := forbidden(module)) is not None:
                 add(
                     node,
                     rule[0],
@@ -222,14 +95,7 @@ def _check_imports(tree: ast.Module, names: _Names, add: Add) -> None:
                 )
 
 
-def _forbidden(dotted: str) -> tuple[str, str] | None:
-    for module, rule in _FORBIDDEN_MODULES.items():
-        if dotted == module or dotted.startswith(module + "."):
-            return rule
-    return None
-
-
-def _check_dynamic(tree: ast.Module, names: _Names, add: Add) -> None:
+def _check_dynamic(tree: ast.Module, names: ModuleNames, add: Add) -> None:
     """Computed names, run-time code and native loading, anywhere in the module."""
     inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}  # report `a.b.c` once
     for node in ast.walk(tree):
@@ -261,7 +127,7 @@ def _check_dynamic(tree: ast.Module, names: _Names, add: Add) -> None:
             and id(node) not in inner
             and not isinstance(node.ctx, ast.Store)
             and (dotted := names.resolve(node)) is not None
-            and (rule := _forbidden(dotted)) is not None
+            and (rule := forbidden(dotted)) is not None
         ):
             add(node, rule[0], f"{dotted} {rule[1]}: forward() may only call cuda_extension")
 
@@ -281,7 +147,7 @@ def _checked_functions(tree: ast.Module) -> list[ast.AST]:
     ]
 
 
-def _check_function(function: ast.AST, names: _Names, add: Add) -> None:
+def _check_function(function: ast.AST, names: ModuleNames, add: Add) -> None:
     where = (
         f"{function.name}()" if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) else "a lambda"
     )
@@ -290,14 +156,14 @@ def _check_function(function: ast.AST, names: _Names, add: Add) -> None:
         if isinstance(node, ast.Call):
             dotted = names.resolve(node.func)
             if dotted is not None:
-                spelled = _spelled(node.func, dotted)
-                if _torch_compute(dotted, called=True):
-                    add(node, "torch_compute", f"{where} calls {spelled}: only your kernels may compute")
+                written = spelled(node.func, dotted)
+                if torch_compute(dotted, called=True):
+                    add(node, "torch_compute", f"{where} calls {written}: only your kernels may compute")
                 elif dotted.startswith("operator."):
                     add(
                         node,
                         "torch_compute",
-                        f"{where} calls {spelled}: arithmetic on tensors computes with PyTorch",
+                        f"{where} calls {written}: arithmetic on tensors computes with PyTorch",
                     )
             elif isinstance(node.func, ast.Attribute):
                 _check_method(node, node.func, names, where, add)
@@ -336,7 +202,7 @@ def _check_function(function: ast.AST, names: _Names, add: Add) -> None:
             )
 
 
-def _check_method(call: ast.Call, func: ast.Attribute, names: _Names, where: str, add: Add) -> None:
+def _check_method(call: ast.Call, func: ast.Attribute, names: ModuleNames, where: str, add: Add) -> None:
     receiver = names.resolve(func.value)
     if receiver is not None:  # a module: cuda_extension, math, ... (torch is handled as a function)
         return
@@ -357,7 +223,7 @@ _SYMBOLS = {
 }  # fmt: skip
 
 
-def _tensor_names(function: ast.AST, names: _Names) -> set[str]:
+def _tensor_names(function: ast.AST, names: ModuleNames) -> set[str]:
     """Names that hold tensors in this function: parameters annotated as tensors, and names bound to
     the extension's results or to new tensors."""
     tensors: set[str] = set()
@@ -395,7 +261,7 @@ def _touches(node: ast.AST, tensors: set[str]) -> bool:
     return any(isinstance(o, ast.Name) and o.id in tensors for o in operands)
 
 
-def _check_references(tree: ast.Module, names: _Names, inside_checked: set[int], add: Add) -> None:
+def _check_references(tree: ast.Module, names: ModuleNames, inside_checked: set[int], add: Add) -> None:
     """A compute function handed around (stored, passed, aliased) computes wherever it is called."""
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
@@ -404,14 +270,14 @@ def _check_references(tree: ast.Module, names: _Names, inside_checked: set[int],
         if isinstance(node.ctx, ast.Store):
             continue
         dotted = names.resolve(node)
-        if dotted is not None and _torch_compute(dotted, called=False):
+        if dotted is not None and torch_compute(dotted, called=False):
             add(
                 node,
                 "torch_compute",
-                f"refers to {_spelled(node, dotted)}: a PyTorch compute function stored or passed computes when called; only your kernels may compute",
+                f"refers to {spelled(node, dotted)}: a PyTorch compute function stored or passed computes when called; only your kernels may compute",
             )
     for name, target in names.targets.items():
-        if _torch_compute(target, called=False):
+        if torch_compute(target, called=False):
             for node in ast.walk(tree):
                 if (
                     isinstance(node, ast.Name)
@@ -422,7 +288,7 @@ def _check_references(tree: ast.Module, names: _Names, inside_checked: set[int],
                     add(node, "torch_compute", f"{name} is {target}: only your kernels may compute")
 
 
-def _check_model_new(tree: ast.Module, names: _Names, add: Add) -> None:
+def _check_model_new(tree: ast.Module, names: ModuleNames, add: Add) -> None:
     for node in ast.walk(tree):
         if (isinstance(node, ast.ImportFrom) and node.module == "model") or (
             isinstance(node, ast.Import) and any(alias.name == "model" for alias in node.names)
@@ -449,7 +315,7 @@ def _check_model_new(tree: ast.Module, names: _Names, add: Add) -> None:
             add(node, "fallback", "try/except in forward(): a fallback path could hide a failing kernel")
 
 
-def _torch_layers(init: ast.FunctionDef | None, names: _Names) -> dict[str, str]:
+def _torch_layers(init: ast.FunctionDef | None, names: ModuleNames) -> dict[str, str]:
     """`self.x` names that __init__ binds to an nn layer, mapped to the layer's name."""
     layers: dict[str, str] = {}
     if init is None:
@@ -458,7 +324,7 @@ def _torch_layers(init: ast.FunctionDef | None, names: _Names) -> dict[str, str]
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             constructor = names.resolve(node.value.func) or ast.unparse(node.value.func)
             parts = constructor.split(".")
-            if parts[0] in ("nn", "torch") and parts[-1] not in _HOLDERS and parts[-1][:1].isupper():
+            if parts[0] in ("nn", "torch") and parts[-1] not in HOLDERS and parts[-1][:1].isupper():
                 for target in node.targets:
                     layers[ast.unparse(target)] = constructor
     return layers
