@@ -34,7 +34,16 @@ def audit_workspace(root: Path, allowed_libraries: Collection[str] = ()) -> list
     """Findings over every Python module the candidate ships (model_new.py and the modules beside it)
     and every kernel source and header; an empty list means nothing was found. `allowed_libraries`
     (cublas, cudnn) may be used, by the task's policy."""
-    findings: list[AuditFinding] = []
+    findings: list[AuditFinding] = [
+        AuditFinding(
+            file=path.relative_to(root).as_posix(),
+            line=None,
+            rule="linked_file",
+            message="is a symbolic link: the candidate's files must be regular files of the workspace "
+            "(a link would bring another file to the judge unaudited); copy the file in",
+        )
+        for path in _links(root)
+    ]
     for path in _files(root, ("*.py",)):
         findings += audit_python(_read(path), path.name, candidate=path.name == "model_new.py")
     for path in _files(root, ("*", "kernels/*")):
@@ -60,6 +69,13 @@ def _files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     """Regular files (not links: the build refuses those) matching `patterns`, harness files excepted."""
     found = {p for pattern in patterns for p in root.glob(pattern)}
     return sorted(p for p in found if p.is_file() and not p.is_symlink() and p.name not in _HARNESS)
+
+
+def _links(root: Path) -> list[Path]:
+    """Links where the candidate's modules and sources are taken from (the evaluation copies `*.py`)."""
+    found = {p for pattern in ("*", "kernels/*") for p in root.glob(pattern) if p.is_symlink()}
+    wanted = (".py", *_NATIVE_SUFFIXES, *_HEADER_SUFFIXES)
+    return sorted(p for p in found if p.suffix in wanted and p.name not in _HARNESS)
 
 
 def _read(path: Path) -> str:

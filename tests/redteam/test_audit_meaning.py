@@ -384,3 +384,17 @@ def test_the_verify_tool_refuses_meaningful_bypasses_before_anything_runs(
     first = result.verdict.findings[0]
     assert first.file in ("model_new.py", "kernels/relu.cu", "kernels/relu_binding.cpp") and first.line
     assert f"{first.file}:{first.line}" in result.verdict.message
+
+
+def test_a_candidate_module_that_is_a_link_is_a_finding_not_a_blind_spot(tmp_path: Path) -> None:
+    """The evaluation copies the workspace's `*.py` following links; an unaudited link would carry any
+    file (another workspace's, a forbidden module kept under another name) to the worker."""
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "impl.txt").write_text(forward("        return torch.relu(x)"))
+    (tmp_path / "model_new.py").symlink_to(tmp_path / "kernels" / "impl.txt")
+    (tmp_path / "helpers.py").symlink_to("/etc/hostname")
+    findings = audit_workspace(tmp_path)
+    assert [(f.file, f.rule) for f in findings] == [
+        ("helpers.py", "linked_file"),
+        ("model_new.py", "linked_file"),
+    ]
