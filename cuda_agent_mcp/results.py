@@ -22,7 +22,9 @@ class Diagnostic(_Frozen):
     column: int | None = None
     severity: Severity
     message: str
-    tool: Literal["nvcc", "c++", "ptxas", "linker"]
+    tool: Literal["nvcc", "c++", "ptxas", "linker", "build"] = Field(
+        description="who reported it; 'build' is the harness itself (an input it refused)"
+    )
 
 
 class KernelResources(_Frozen):
@@ -54,7 +56,12 @@ class FileBuild(_Frozen):
     object_key: str = Field(description="content address of the object in the build cache")
 
 
-BuildFailure = Literal["no_sources", "compile_error", "link_error", "timeout", "output_limit"]
+BuildFailure = Literal[
+    "no_sources", "compile_error", "link_error", "timeout", "output_limit", "refused_input"
+]
+# What confined the compilers: Landlock in their own process, the executor's bubblewrap view or container;
+# "none" only where reduced isolation was explicitly allowed.
+BuildConfinement = Literal["landlock", "bubblewrap", "container", "none"]
 
 
 class BuildResult(_Frozen):
@@ -75,6 +82,10 @@ class BuildResult(_Frozen):
         description="protected files edited in the workspace; the pristine copies were used",
     )
     log: str = Field("", description="compiler and linker output of the failing steps, truncated")
+    confinement: list[BuildConfinement] = Field(
+        default_factory=list,
+        description="the views the compilers ran in (principle 7: only the workspace and the toolchain)",
+    )
     arch: str
     wall_s: float
 

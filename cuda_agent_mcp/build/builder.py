@@ -3,7 +3,9 @@
 Every translation unit is keyed by its bytes, the workspace's headers, the flags and the toolchain;
 a unit whose key is in the cache is not compiled again. The harness's binding.cpp has a key that
 depends on nothing in the workspace, so it is compiled once per toolchain and shared by all workspaces.
-Compilers run through the session's executor in a staging copy that holds the pristine harness files.
+Compilers run through the session's executor in a staging copy that holds the pristine harness files,
+confined to it and the toolchain (`confinement.py`); their output is redacted (`redact.py`) before any
+of it becomes a diagnostic or the log.
 """
 
 from __future__ import annotations
@@ -22,6 +24,14 @@ from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict
 
 from cuda_agent_mcp.build.cache import BuildCache, ObjectRecord, copy_atomically
+from cuda_agent_mcp.build.confine import EXIT_UNCONFINED
+from cuda_agent_mcp.build.confinement import (
+    TEMP_DIR,
+    BuildView,
+    build_environment,
+    plan_view,
+    toolchain_readable,
+)
 from cuda_agent_mcp.build.diagnostics import (
     demangle,
     parse_compiler_output,
@@ -36,13 +46,17 @@ from cuda_agent_mcp.build.flags import (
     nvcc_command,
     vendor_library_files,
 )
+from cuda_agent_mcp.build.inputs import planted_links, scan_directives, stage_inputs
+from cuda_agent_mcp.build.redact import PathScope, place, redact_output, workspace_line_reader
 from cuda_agent_mcp.build.toolchain import Toolchain
+from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.executors import Executor, ProcessLimits, ProcessResult
 from cuda_agent_mcp.results import BuildFailure, BuildResult, Diagnostic, FileBuild, KernelResources
-from cuda_agent_mcp.workspace import HARNESS_FILES, Workspace, harness_text
+from cuda_agent_mcp.workspace import HARNESS_FILES, SourceFile, Workspace, harness_text
 from cuda_agent_mcp.workspace.harness import EXTENSION_NAME
 
-CACHE_SCHEMA = "v1"
+# v2: objects compiled inside the build's view (earlier ones were not), keyed by whether they were.
+CACHE_SCHEMA = "v2"
 
 
 class BuildProgress(BaseModel):
@@ -99,45 +113,93 @@ class Builder:
         cache: BuildCache,
         executor: Executor,
         limits: BuildLimits | None = None,
+        view: BuildView | None = None,
     ) -> None:
         self.toolchain = toolchain
         self.cache = cache
         self.executor = executor
         self.limits = limits or BuildLimits()
+        self._view = view
+        self._readable = toolchain_readable(toolchain)
+
+    @property
+    def view(self) -> BuildView:
+        """The build's confinement, planned on first use (ExecutorUnavailable where none can be made)."""
+        if self._view is None:
+            self._view = plan_view(self.executor)
+        return self._view
 
     async def build(
         self, workspace: Workspace, flags: BuildFlags, progress: ProgressCallback | None = None
     ) -> BuildResult:
         started = time.monotonic()
         notify = progress or (lambda _event: None)
+        view = self.view
         sources = workspace.build_sources()
-        headers = workspace.build_headers()
+        header_names = sorted(workspace.build_headers())
         harness_digest = fingerprint(*(harness_text(n) for n in HARNESS_FILES))
-        source_hash = fingerprint(
-            CACHE_SCHEMA,
-            sorted((s.relpath, s.sha256) for s in sources),
-            sorted(headers.items()),
-            harness_digest,
-        )
         ignored = workspace.modified_protected_files()
-
-        def finish(**fields: object) -> BuildResult:
-            return BuildResult(
-                source_hash=source_hash,
-                ignored_protected_files=ignored,
-                arch=flags.arch,
-                wall_s=round(time.monotonic() - started, 3),
-                **fields,  # type: ignore[arg-type]
+        staging = self.cache.staging_dir()
+        try:
+            # Hashes come from the bytes copied into staging: what the compilers see is what the keys say.
+            staged = stage_inputs(workspace.root, staging, [s.relpath for s in sources] + header_names)
+            hashes = staged.hashes
+            source_hash = fingerprint(
+                CACHE_SCHEMA,
+                sorted((s.relpath, hashes.get(s.relpath, "")) for s in sources),
+                sorted((h, hashes.get(h, "")) for h in header_names),
+                harness_digest,
             )
 
-        if not sources:
-            return finish(
-                ok=False,
-                failure="no_sources",
-                summary="no kernel sources: add kernels/<name>.cu and kernels/<name>_binding.cpp",
-            )
+            def finish(**fields: object) -> BuildResult:
+                return BuildResult(
+                    source_hash=source_hash,
+                    ignored_protected_files=ignored,
+                    arch=flags.arch,
+                    confinement=list(view.layers),
+                    wall_s=round(time.monotonic() - started, 3),
+                    **fields,  # type: ignore[arg-type]
+                )
 
-        header_digest = fingerprint(sorted(headers.items()))
+            if not sources:
+                return finish(
+                    ok=False,
+                    failure="no_sources",
+                    summary="no kernel sources: add kernels/<name>.cu and kernels/<name>_binding.cpp",
+                )
+            refused = [*staged.refused, *planted_links(workspace.root)]
+            refused += scan_directives(staging, sorted(hashes))
+            if refused:
+                first = refused[0]
+                where = first.file + (f":{first.line}" if first.line else "")
+                return finish(
+                    ok=False,
+                    failure="refused_input",
+                    summary=f"{len(refused)} input(s) refused; first: {where}: {first.message}",
+                    diagnostics=refused,
+                )
+            for name in HARNESS_FILES:
+                (staging / name).write_text(harness_text(name))
+            (staging / TEMP_DIR).mkdir()
+            return await self._build_staged(
+                sources, hashes, header_names, harness_digest, staging, flags, notify, workspace, finish
+            )
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    async def _build_staged(
+        self,
+        sources: list[SourceFile],
+        hashes: dict[str, str],
+        header_names: list[str],
+        harness_digest: str,
+        staging: Path,
+        flags: BuildFlags,
+        notify: ProgressCallback,
+        workspace: Workspace,
+        finish: Callable[..., BuildResult],
+    ) -> BuildResult:
+        header_digest = fingerprint(sorted((h, hashes[h]) for h in header_names))
         units = [
             _Unit(
                 "binding.cpp",
@@ -149,7 +211,7 @@ class Builder:
             _Unit(
                 s.relpath,
                 s.kind,
-                self._unit_key(s.relpath, s.kind, s.sha256, header_digest, harness_digest, flags),
+                self._unit_key(s.relpath, s.kind, hashes[s.relpath], header_digest, harness_digest, flags),
             )
             for s in sources
         ]
@@ -166,76 +228,70 @@ class Builder:
             for u in units
             if u.key in cached
         }
-        staging = self.cache.staging_dir()
-        try:
-            if misses:
-                self._stage(workspace, staging, [s.relpath for s in sources] + list(headers))
-                outcomes |= await self._compile_all(misses, staging, flags, notify, len(units))
-            ordered = [outcomes[u.key] for u in units]
-            files = [
-                FileBuild(
-                    file=o.unit.file,
-                    kind=o.unit.kind,
-                    action=o.action,
-                    wall_s=round(o.wall_s, 3),
-                    object_key=o.unit.key,
-                )
-                for o in ordered
-            ]
-            diagnostics = [d for o in ordered for d in o.diagnostics]
-            kernels: list[KernelResources] = [k for o in ordered if o.record for k in o.record.kernels]
-            failed = [o for o in ordered if o.failure is not None]
-            if failed:
-                failure = failed[0].failure
-                return finish(
-                    ok=False,
-                    failure=failure,
-                    summary=_failure_summary(failed, diagnostics),
-                    files=files,
-                    diagnostics=diagnostics,
-                    kernels=kernels,
-                    log="\n".join(o.log for o in failed),
-                )
-
-            notify(BuildProgress(stage="link", message="linking", done=len(units), total=len(units)))
-            build_key = fingerprint(
-                CACHE_SCHEMA,
-                "extension",
-                [u.key for u in units],
-                self.toolchain.fingerprint,
-                *((flags.vendor_libraries,) if flags.vendor_libraries else ()),
+        if misses:
+            outcomes |= await self._compile_all(misses, staging, flags, notify, len(units))
+        ordered = [outcomes[u.key] for u in units]
+        files = [
+            FileBuild(
+                file=o.unit.file,
+                kind=o.unit.kind,
+                action=o.action,
+                wall_s=round(o.wall_s, 3),
+                object_key=o.unit.key,
             )
-            extension = self.cache.extension_path(build_key)
-            if not extension.exists():
-                link_diagnostics, link_log = await self._link(units, staging, build_key, flags)
-                if link_diagnostics:
-                    diagnostics += link_diagnostics
-                    return finish(
-                        ok=False,
-                        failure="link_error",
-                        summary=f"link failed: {link_diagnostics[0].message}",
-                        files=files,
-                        diagnostics=diagnostics,
-                        kernels=kernels,
-                        log=link_log,
-                    )
-            in_workspace = workspace.root / f"{EXTENSION_NAME}.so"
-            copy_atomically(extension, in_workspace)
-            compiled = sum(1 for f in files if f.action == "compiled")
-            result = finish(
-                ok=True,
-                summary=f"built {len(files)} files ({compiled} compiled, {len(files) - compiled} cached)",
-                build_key=build_key,
-                extension_path=str(extension),
-                workspace_extension_path=str(in_workspace),
+            for o in ordered
+        ]
+        diagnostics = [d for o in ordered for d in o.diagnostics]
+        kernels: list[KernelResources] = [k for o in ordered if o.record for k in o.record.kernels]
+        failed = [o for o in ordered if o.failure is not None]
+        if failed:
+            return finish(
+                ok=False,
+                failure=failed[0].failure,
+                summary=_failure_summary(failed, diagnostics),
                 files=files,
                 diagnostics=diagnostics,
                 kernels=kernels,
+                log="\n".join(o.log for o in failed),
             )
-            notify(BuildProgress(stage="done", message=result.summary, done=len(units), total=len(units)))
-            return result
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+
+        notify(BuildProgress(stage="link", message="linking", done=len(units), total=len(units)))
+        build_key = fingerprint(
+            CACHE_SCHEMA,
+            "extension",
+            [u.key for u in units],
+            self.toolchain.fingerprint,
+            *((flags.vendor_libraries,) if flags.vendor_libraries else ()),
+        )
+        extension = self.cache.extension_path(build_key)
+        if not extension.exists():
+            link_diagnostics, link_log = await self._link(units, staging, build_key, flags)
+            if link_diagnostics:
+                diagnostics += link_diagnostics
+                return finish(
+                    ok=False,
+                    failure="link_error",
+                    summary=f"link failed: {link_diagnostics[0].message}",
+                    files=files,
+                    diagnostics=diagnostics,
+                    kernels=kernels,
+                    log=link_log,
+                )
+        in_workspace = workspace.root / f"{EXTENSION_NAME}.so"
+        copy_atomically(extension, in_workspace)
+        compiled = sum(1 for f in files if f.action == "compiled")
+        result = finish(
+            ok=True,
+            summary=f"built {len(files)} files ({compiled} compiled, {len(files) - compiled} cached)",
+            build_key=build_key,
+            extension_path=str(extension),
+            workspace_extension_path=str(in_workspace),
+            files=files,
+            diagnostics=diagnostics,
+            kernels=kernels,
+        )
+        notify(BuildProgress(stage="done", message=result.summary, done=len(units), total=len(units)))
+        return result
 
     # -- steps ----------------------------------------------------------------------------------
 
@@ -255,19 +311,11 @@ class Builder:
             if kind == "cu"
             else {"optimization": flags.optimization}
         )
+        # An object compiled without a view (reduced isolation) never serves a confined build.
         return fingerprint(
             CACHE_SCHEMA, kind, file, source_sha, header_digest, harness_digest, json.dumps(flag_part, sort_keys=True),
-            self.toolchain.fingerprint,
+            self.toolchain.fingerprint, "confined" if self.view.confined else "unconfined",
         )  # fmt: skip
-
-    def _stage(self, workspace: Workspace, staging: Path, relpaths: list[str]) -> None:
-        """Copy the agent's files and write the pristine harness files: compilers see only this tree."""
-        for relpath in relpaths:
-            target = staging / relpath
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(workspace.root / relpath, target)
-        for name in HARNESS_FILES:
-            (staging / name).write_text(harness_text(name))
 
     async def _compile_all(
         self, units: list[_Unit], staging: Path, flags: BuildFlags, notify: ProgressCallback, total: int
@@ -309,24 +357,23 @@ class Builder:
             return await self._compile_now(unit, staging, flags)
 
     async def _compile_now(self, unit: _Unit, staging: Path, flags: BuildFlags) -> _UnitOutcome:
-        output = f"{unit.file}.o"
+        # "./" first: a file name can never be read as an option.
+        output = f"./{unit.file}.o"
         build = nvcc_command if unit.kind == "cu" else cxx_command
-        argv = build(self.toolchain, flags, unit.file, output, ["."])
-        result = await self.executor.run(
-            argv,
-            cwd=staging,
-            limits=self.limits.process(self.limits.compile_timeout_s),
-            readable=self.toolchain.readable_paths,
-        )
+        argv = build(self.toolchain, flags, f"./{unit.file}", output, ["."])
+        result = await self._run(argv, staging, self._readable, self.limits.compile_timeout_s)
         tool = "nvcc" if unit.kind == "cu" else "c++"
-        path_map = {str(staging / unit.file): unit.file, f"./{unit.file}": unit.file}
-        diagnostics = parse_compiler_output(
-            result.output,
-            tool=tool,
-            path_map=path_map,
-            unit_file=unit.file,
-            source_line=_line_reader(staging),
-        )
+        scope = PathScope.of(staging, self._readable)
+        diagnostics = [
+            place(d, scope, unit.file)
+            for d in parse_compiler_output(
+                result.output,
+                tool=tool,
+                path_map={},
+                unit_file=unit.file,
+                source_line=workspace_line_reader(scope),
+            )
+        ]
         if not result.ok:
             return self._failed_unit(unit, result, diagnostics)
         kernels = (
@@ -344,6 +391,24 @@ class Builder:
         )
         self.cache.store_object(staging / output, record)
         return _UnitOutcome(unit, "compiled", record, result.wall_s, diagnostics)
+
+    async def _run(
+        self, argv: list[str], staging: Path, readable: list[Path], timeout_s: float
+    ) -> ProcessResult:
+        """One compiler or linker command inside the build's view, its output redacted."""
+        view = self.view
+        result = await view.executor.run(
+            view.command(argv, staging=staging, readable=readable),
+            cwd=staging,
+            limits=self.limits.process(timeout_s),
+            env=build_environment(self.toolchain, staging),
+            readable=view.executor_readable(readable),
+        )
+        if view.landlock and result.returncode == EXIT_UNCONFINED and "confine:" in result.output:
+            reason = result.output.strip().splitlines()[-1].removeprefix("confine: ")
+            raise ExecutorUnavailable("the build's confinement", f"{reason} (executor: {view.executor.name})")
+        scope = PathScope.of(staging, readable)
+        return result.model_copy(update={"output": redact_output(result.output, scope), "argv": argv})
 
     def _failed_unit(self, unit: _Unit, result: ProcessResult, diagnostics: list[Diagnostic]) -> _UnitOutcome:
         tool = "nvcc" if unit.kind == "cu" else "c++"
@@ -380,12 +445,8 @@ class Builder:
         library_dirs = [
             found.parent for _, found in vendor_library_files(self.toolchain, flags.vendor_libraries) if found
         ]
-        result = await self.executor.run(
-            argv,
-            cwd=staging,
-            limits=self.limits.process(self.limits.link_timeout_s),
-            readable=[*self.toolchain.readable_paths, *library_dirs, *map(Path, objects)],
-        )
+        readable = [*self._readable, *library_dirs, *map(Path, objects)]
+        result = await self._run(argv, staging, readable, self.limits.link_timeout_s)
         object_to_file = {f"{u.key}.o": u.file for u in units}
         diagnostics = parse_unresolved_symbols(result.output, object_to_file)
         if not result.ok and not diagnostics:
@@ -395,19 +456,6 @@ class Builder:
             return diagnostics, f"== link ==\n{result.output}"
         self.cache.store_extension(output, build_key)
         return [], ""
-
-
-def _line_reader(root: Path) -> Callable[[str, int], str | None]:
-    """Reads one line of a staged file, for placing nvcc's caret in the real source line."""
-
-    def read(file: str, line: int) -> str | None:
-        try:
-            lines = (root / file).read_text(errors="replace").splitlines()
-        except OSError:
-            return None
-        return lines[line - 1] if 0 < line <= len(lines) else None
-
-    return read
 
 
 def _last_error_line(output: str) -> str:

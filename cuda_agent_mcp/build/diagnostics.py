@@ -11,17 +11,21 @@ from dataclasses import dataclass, field
 from cuda_agent_mcp.results import Diagnostic, KernelResources, Severity
 
 # g++ (and nvcc's host pass): path:line:col: severity: message
-_GCC = re.compile(
+GCC_MESSAGE = re.compile(
     r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<sev>fatal error|error|warning|note): (?P<msg>.*)$"
 )
 # nvcc's front end: path(line): severity[ #code-D]: message
-_EDG = re.compile(
+EDG_MESSAGE = re.compile(
     r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<sev>catastrophic error|error|warning|remark)(?: #[\w-]+)?: (?P<msg>.*)$"
 )
 _PTXAS_MSG = re.compile(r"^ptxas (?P<sev>error|warning|fatal)\s*: (?P<msg>.*)$")
 # ptxas on the PTX nvcc generated ("ptxas /tmp/tmpxft_..._k.ptx, line 31; error   : Instruction 'wgmma.fence'
 # not supported on .target 'sm_90'"): the line is the PTX's, so only the unit is named, never that file.
 _PTXAS_PTX_MSG = re.compile(r"^ptxas \S+, line \d+; (?P<sev>error|warning|fatal)\s*: (?P<msg>.*)$")
+# the assembler (an `asm` block's directives): path:line: Error: message
+GAS_MESSAGE = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+): (?P<sev>Error|Warning): (?P<msg>.*)$")
+# a message redact.py withheld: <outside the workspace>: severity: text
+_WITHHELD = re.compile(r"^<outside the workspace>: (?P<sev>error|warning|note): (?P<msg>.*)$")
 _LINK_UNDEFINED = re.compile(r"undefined reference to [`'](?P<sym>[^'`]+)'")
 _LINK_OBJECT = re.compile(r"^(?:/usr/bin/)?ld: (?P<obj>\S+?\.o): in function")
 
@@ -43,6 +47,8 @@ _SEVERITY: dict[str, Severity] = {
     "warning": "warning",
     "remark": "note",
     "note": "note",
+    "Error": "error",
+    "Warning": "warning",
 }
 
 
@@ -59,13 +65,24 @@ def parse_compiler_output(
     diagnostics: list[Diagnostic] = []
     lines = output.splitlines()
     for index, line in enumerate(lines):
-        if match := _EDG.match(line):
+        if match := EDG_MESSAGE.match(line):
             file = path_map.get(match.group("file").strip(), match.group("file").strip())
             column = _caret_column(lines, index, source_line(file, int(match.group("line"))))
             diagnostics.append(_located(match, "nvcc", path_map, column))
-        elif match := _GCC.match(line):
+        elif match := GCC_MESSAGE.match(line):
             column = int(match.group("col")) if match.group("col") else None
             diagnostics.append(_located(match, "nvcc" if tool == "nvcc" else "c++", path_map, column))
+        elif match := GAS_MESSAGE.match(line):
+            diagnostics.append(_located(match, "nvcc" if tool == "nvcc" else "c++", path_map, None))
+        elif match := _WITHHELD.match(line):
+            diagnostics.append(
+                Diagnostic(
+                    file=None,
+                    severity=_SEVERITY[match.group("sev")],
+                    message=match.group("msg"),
+                    tool="nvcc" if tool == "nvcc" else "c++",
+                )
+            )
         elif match := _PTXAS_MSG.match(line) or _PTXAS_PTX_MSG.match(line):
             diagnostics.append(
                 Diagnostic(

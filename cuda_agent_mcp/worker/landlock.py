@@ -73,8 +73,15 @@ def python_paths() -> list[Path]:
     return paths
 
 
-def confine(*, readable: Iterable[Path], writable: Iterable[Path]) -> bool:
-    """Restrict this process (and its future children) to the view above; False without Landlock."""
+def confine(
+    *,
+    readable: Iterable[Path],
+    writable: Iterable[Path],
+    system_readable: Iterable[str] = SYSTEM_PATHS,
+    system_writable: Iterable[str] = WRITABLE_SYSTEM_PATHS,
+) -> bool:
+    """Restrict this process (and its future children) to the view above; False without Landlock.
+    The build's confinement (`build/confine.py`) passes narrower system paths (no /etc, /proc, /sys)."""
     abi = abi_version()
     if abi < 1:
         return False
@@ -86,9 +93,9 @@ def confine(*, readable: Iterable[Path], writable: Iterable[Path]) -> bool:
     if ruleset < 0:
         return False
     try:
-        for path in {*map(Path, SYSTEM_PATHS), *readable}:
+        for path in {*map(Path, system_readable), *readable}:
             _allow(ruleset, path, _READ)
-        for path in {*map(Path, WRITABLE_SYSTEM_PATHS), *writable}:
+        for path in {*map(Path, system_writable), *writable}:
             _allow(ruleset, path, handled)
         if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")

@@ -156,8 +156,10 @@ def test_a_task_whose_output_is_always_zero_is_reported_weak(
 
 def test_pytorch_compute_hidden_in_a_helper_module_is_caught_at_run_time(session: Session) -> None:
     root = session.workspace.root
+    # Spelled so the static audit (which reads helper modules too) cannot see it: arithmetic on views; and
+    # correct, so the verify trials pass and the observed batch under the op recorder is what rejects it.
     (root / "helpers.py").write_text(
-        "import torch\n\ndef finish(t, bias):\n    return torch.relu(t + bias)\n"
+        "def finish(t, bias):\n    y = t.view(t.shape) + bias.view(bias.shape)\n    return y * (y > 0)\n"
     )
     (root / "model_new.py").write_text(
         TORCH_CANDIDATE.replace("import torch.nn as nn\n", "import torch.nn as nn\nimport helpers\n").replace(
@@ -168,7 +170,7 @@ def test_pytorch_compute_hidden_in_a_helper_module_is_caught_at_run_time(session
     assert isinstance(result.verdict, Rejected), result.verdict
     assert result.verdict.reason == "forbidden_op"
     assert result.verdict.findings[0].rule == "runtime_op"
-    assert "aten::relu" in result.verdict.message
+    assert "aten::mul" in result.verdict.message or "aten::gt" in result.verdict.message
 
 
 def test_gpu_evaluations_of_a_session_with_a_scheduler_hold_a_lease_on_the_gpu_they_run_on(

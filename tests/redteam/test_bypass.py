@@ -50,15 +50,14 @@ def test_static_bypasses_are_refused_before_anything_runs(
     assert result.verdict.findings
 
 
+# Spelled so that no static rule can see the torch compute (arithmetic on a view, whose type the audit
+# cannot know); the dispatch audit does.
+_ON_A_VIEW = "        y = x.view(x.shape)\n        return y * (y > 0)"
 RUNTIME_CASES = {
-    # The torch call is spelled so that no static rule can see it; the dispatch audit does.
     "ghost_branch": forward(
-        "        if x.numel() > 1 << 60:\n            return cuda_extension.relu(x)\n"
-        "        return getattr(torch, 're' + 'lu')(x)"
+        "        if x.numel() > 1 << 60:\n            return cuda_extension.relu(x)\n" + _ON_A_VIEW
     ),
-    "decoy_kernel": forward(
-        "        cuda_extension.relu(x.reshape(-1)[:1])\n        return getattr(x, 'clamp' + '_min')(0)"
-    ),
+    "decoy_kernel": forward("        cuda_extension.relu(x.reshape(-1)[:1])\n" + _ON_A_VIEW),
 }
 
 
@@ -77,9 +76,17 @@ def test_pytorch_compute_hidden_from_the_static_audit_is_caught_at_dispatch(
 AUDIT_DODGER = forward(
     "        from torch.utils._python_dispatch import _get_current_dispatch_mode\n"
     "        if _get_current_dispatch_mode() is not None:\n"
-    "            return cuda_extension.relu(x)\n"
-    "        return getattr(torch, 're' + 'lu')(x)"
+    "            return cuda_extension.relu(x)\n" + _ON_A_VIEW
 )
+
+
+@pytest.mark.parametrize("case", [*sorted(RUNTIME_CASES), "audit_dodger"])
+def test_the_runtime_cases_are_invisible_to_the_static_audit(case: str) -> None:
+    """Otherwise the GPU tests above would test the static audit again, not the runtime layers."""
+    from cuda_agent_mcp.evaluator.audit import audit_model_new
+
+    source = AUDIT_DODGER if case == "audit_dodger" else RUNTIME_CASES[case]
+    assert audit_model_new(source, "model_new.py") == []
 
 
 @pytest.mark.gpu

@@ -175,3 +175,28 @@ def test_the_closed_form_hinge_loss_of_the_task_distribution_fails_on_other_inpu
     result = verify(session)
     assert isinstance(result.verdict, WrongOutput), result.verdict
     assert result.verdict.distribution == "shifted"
+
+
+# Catalog 57 (wafer.ai's "104x" on MI300X): a launch asking for more shared memory than the GPU has. ROCm
+# ran it and the kernel read garbage; on NVIDIA the launch must fail, leaving the output unwritten.
+OVER_THE_SHARED_MEMORY_LIMIT = """
+__global__ void relu_kernel(const float* x, float* y, int64_t n) {
+  extern __shared__ float tile[];
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) { tile[threadIdx.x] = fmaxf(x[i], 0.f); y[i] = tile[threadIdx.x]; }
+}
+""" + launcher(
+    "  int device = 0, limit = 0;\n"
+    "  cudaGetDevice(&device);\n"
+    "  cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);\n"
+    "  size_t smem = (size_t)limit + 256;  // 256 bytes over what one block may have\n"
+    "  cudaFuncSetAttribute(relu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);\n"
+    "  relu_kernel<<<(n + 255) / 256, 256, smem, stream>>>(x, y, n);"
+)
+
+
+def test_shared_memory_over_the_limit_is_not_a_pass(tmp_path: Path, shared_build_cache: Path) -> None:
+    from cuda_agent_mcp.results import Crashed
+
+    result = verify(relu_session(tmp_path, shared_build_cache, kernel=OVER_THE_SHARED_MEMORY_LIMIT))
+    assert isinstance(result.verdict, WrongOutput | Crashed | ContractViolation), result.verdict
