@@ -232,3 +232,21 @@ def test_the_hidden_size_plan_is_reported_with_the_verdict(run_judge) -> None:
     assert isinstance(report.verdict, Passed), report.verdict
     assert report.hidden_sizes.startswith("fixed shape")
     assert "resized" not in report.distributions
+
+
+def test_an_output_cache_keyed_on_input_contents_never_hits_while_timed(run_judge) -> None:
+    """Entry 52 (the FlashInfer contest's hack): every timed call has fresh contents at a new address, so
+    a cache keyed on a fingerprint of the inputs never answers a timed call."""
+    fingerprinting = HONEST.replace(
+        BODY,
+        "key = hash(x.numpy().tobytes())\n"
+        "        CALLS.append(key in CACHE)\n"
+        "        if len(CALLS) == 14:\n"
+        "            raise RuntimeError(f'HITS {sum(CALLS[3:])}')  # after the warm-up batches\n"
+        "        CACHE.setdefault(key, (x * self.scale).clamp_min(0))\n"
+        "        return CACHE[key]",
+    ).replace("class ModelNew", "CACHE = {}\nCALLS = []\n\n\nclass ModelNew")
+    one_call_per_batch = TimingPolicy(min_samples=5, max_samples=20, budget_s=5.0, window_ms=0)
+    report = run_judge(fingerprinting, mode="profile", timing=one_call_per_batch)
+    assert isinstance(report.verdict, Crashed), report.verdict
+    assert "HITS 0" in report.verdict.message
