@@ -113,6 +113,26 @@ def test_evaluate_on_the_cpu_passes_verify_and_times_the_candidate(session: Sess
     assert result.reward == -1  # no baselines, no reward: fail closed
 
 
+def test_evaluate_with_baselines_on_the_cpu_says_what_evidence_is_missing_and_caps_the_reward(
+    session: Session,
+) -> None:
+    """No device trace on the CPU and no compute-sanitizer: both are said, never passed over, and the
+    reward is correctness at most (fail closed)."""
+    _candidate(session)
+    request = EvaluateRequest(
+        verify=VerifyRequest(device="cpu", audit=False, sanitize="auto"),
+        profile=ProfileRequest(device="cpu", baselines="measure", budget_s=0.5),
+    )
+    result = anyio.run(lambda: evaluate_kernels(session, request))
+    assert isinstance(result.verify.verdict, Passed), result.verify.verdict
+    assert result.verify.sanitizer is not None and result.verify.sanitizer.status == "unavailable"
+    profile = result.profile
+    assert profile is not None and isinstance(profile.verdict, Passed), profile.verdict
+    assert profile.speedup_vs_eager is not None and profile.speedup_vs_eager_ci is not None
+    assert profile.evidence_missing and profile.evidence_missing[0].startswith("kernel_trace")
+    assert result.reward == 1.0
+
+
 def test_the_tool_layer_does_not_import_torch() -> None:
     probe = "import sys, cuda_agent_mcp.tools, cuda_agent_mcp.cli.app; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
