@@ -54,7 +54,7 @@ class FileBuild(_Frozen):
     object_key: str = Field(description="content address of the object in the build cache")
 
 
-BuildFailure = Literal["no_sources", "compile_error", "link_error", "timeout", "output_limit"]
+BuildFailure = Literal["no_sources", "compile_error", "link_error", "timeout", "output_limit", "no_binding"]
 
 
 class BuildResult(_Frozen):
