@@ -264,7 +264,7 @@ def policy_show(name: Annotated[str, typer.Argument(help="preset name or directo
     out.print(preset.system_prompt(), markup=False, highlight=False)
 
 
-@policy_app.command("serve")
+@policy_app.command("serve", short_help="The exact `vllm serve` command for a preset (--run starts it).")
 def policy_serve(
     name: Annotated[str, typer.Argument(help="preset name or directory")],
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
@@ -290,7 +290,7 @@ def policy_serve(
         )
 
 
-@trajectories_app.command("export")
+@trajectories_app.command("export", short_help="Rejection fine-tuning rows from trajectories (chat JSONL).")
 def trajectories_export(
     paths: Annotated[list[Path], typer.Argument(help="trajectory .jsonl files, or directories holding them")],
     output: Annotated[Path, typer.Option("--out", "-o", help="the chat-format JSONL to write")],

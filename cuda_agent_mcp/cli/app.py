@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -20,6 +20,7 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Column
 
 from cuda_agent_mcp.build import BuildProgress, default_cache_dir
 from cuda_agent_mcp.build.flags import check_arch
@@ -77,9 +78,10 @@ app.add_typer(tasks_app, name="tasks")
 app.add_typer(workspace_app, name="workspace")
 app.add_typer(policy_app, name="policy")
 app.add_typer(trajectories_app, name="trajectories")
-app.command("optimize")(optimize_command)
+app.command("optimize", short_help="Run the agent loop: a policy over the OpenAI wire format (GPU).")(
+    optimize_command
+)
 
-T = TypeVar("T")
 
 TasksOption = Annotated[
     list[Path] | None,
@@ -109,7 +111,7 @@ def tasks_list(
     _emit_json(listing) if json else render.task_table(listing, out)
 
 
-@tasks_app.command("show")
+@tasks_app.command("show", short_help="One task: metadata, inputs, rules, reference source.")
 def tasks_show(
     task: Annotated[str, typer.Argument(help="task id (see tasks list) or a .py file")],
     tasks: TasksOption = None,
@@ -127,7 +129,7 @@ def tasks_show(
     _emit_json(details) if json else render.task_details(details, out, show_code=code)
 
 
-@tasks_app.command("audit")
+@tasks_app.command("audit", short_help="Do null candidates (zeros, noise, the input) fail the task? (GPU)")
 def tasks_audit(
     task: Annotated[str, typer.Argument(help="task id or a .py file")],
     tasks: TasksOption = None,
@@ -162,7 +164,7 @@ def tasks_audit(
         raise typer.Exit(3)
 
 
-@app.command("audit")
+@app.command("audit", short_help="Static audit of a workspace's sources (no build, no GPU).")
 def audit_command(
     directory: Annotated[Path, typer.Argument(help="workspace directory")] = Path("."),
     json: JsonOption = False,
@@ -175,7 +177,7 @@ def audit_command(
         raise typer.Exit(1)
 
 
-@workspace_app.command("new")
+@workspace_app.command("new", short_help="Lay out a workspace for a task (model.py, skeleton, SKILL.md).")
 def workspace_new(
     task: Annotated[str, typer.Argument(help="task id or a .py file")],
     directory: Annotated[Path, typer.Argument(help="where to lay the workspace out")],
@@ -190,7 +192,7 @@ def workspace_new(
     _emit_json(info) if json else out.print(render.workspace_created(info))
 
 
-@app.command("compile")
+@app.command("compile", short_help="Build the workspace's kernels (incremental).")
 def compile_command(
     directory: Annotated[Path, typer.Argument(help="workspace directory")] = Path("."),
     arch: Annotated[
@@ -208,7 +210,8 @@ def compile_command(
         if json:
             return await compile_kernels(session, request)
         with Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            SpinnerColumn(), TextColumn("{task.description}", table_column=Column(overflow="fold")),
+            BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
             console=err, transient=True,
         ) as bar:  # fmt: skip
             job = bar.add_task("planning", total=None)
@@ -238,7 +241,7 @@ def _compile_progress(bar: Progress, job: TaskID) -> Callable[[BuildProgress], N
     return on_progress
 
 
-HARNESS_BINDING = "binding.cpp (the harness's; first build of a toolchain only, 20-30 s)"
+HARNESS_BINDING = "binding.cpp (the harness's, once per toolchain: 20-30 s)"
 
 
 DirectoryArgument = Annotated[Path, typer.Argument(help="workspace directory")]
@@ -255,7 +258,7 @@ AuditOption = Annotated[
 ]
 
 
-@app.command("verify")
+@app.command("verify", short_help="Check ModelNew against Model (GPU, or --device cpu).")
 def verify_command(
     directory: DirectoryArgument = Path("."),
     trials: Annotated[int, typer.Option(help="input sets, each from a fresh secret seed")] = 5,
@@ -270,7 +273,7 @@ def verify_command(
     _finish("verify", result, render.verify_lines(result), as_json=json)
 
 
-@app.command("profile")
+@app.command("profile", short_help="Time ModelNew, PyTorch eager and torch.compile (GPU).")
 def profile_command(
     directory: DirectoryArgument = Path("."),
     baselines: Annotated[str, typer.Option(help="cached, measure or skip")] = "cached",
@@ -283,7 +286,7 @@ def profile_command(
     _finish("profile", result, render.profile_lines(result), as_json=json)
 
 
-@app.command("eval")
+@app.command("eval", short_help="verify + profile + reward (GPU, or --device cpu).")
 def eval_command(
     directory: DirectoryArgument = Path("."),
     device: DeviceOption = "cuda",
@@ -312,7 +315,7 @@ def eval_command(
         raise typer.Exit(1)
 
 
-@app.command("serve")
+@app.command("serve", short_help="Run the MCP server (stdio, or --http with bearer tokens).")
 def serve_command(
     http: Annotated[
         str | None, typer.Option("--http", help="serve streamable HTTP on HOST:PORT instead of stdio")
@@ -373,7 +376,7 @@ def serve_command(
     server.run(transport="streamable-http", host=host, port=int(port))
 
 
-@app.command("journal")
+@app.command("journal", short_help="Recent evaluation results, newest first.")
 def journal_command(
     limit: Annotated[int, typer.Option(help="show at most this many, newest first")] = 20,
     json: JsonOption = False,

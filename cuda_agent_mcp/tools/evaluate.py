@@ -108,7 +108,7 @@ async def verify_kernels(
     session: Session, request: VerifyRequest | None = None, *, progress: ProgressCallback | None = None
 ) -> VerifyResult:
     """Build, then check ModelNew against Model on fresh secret inputs in a separate worker."""
-    require_gpu((request or VerifyRequest()).device)
+    require_gpu((request or VerifyRequest()).device, scheduler=session.scheduler)
     return await _journaled(session, "verify", lambda: _verify(session, request or VerifyRequest(), progress))
 
 
@@ -116,7 +116,7 @@ async def profile_kernels(
     session: Session, request: ProfileRequest | None = None, *, progress: ProgressCallback | None = None
 ) -> ProfileResult:
     """Build, then time ModelNew (every timed output rechecked) and the eager and compiled baselines."""
-    require_gpu((request or ProfileRequest()).device)
+    require_gpu((request or ProfileRequest()).device, scheduler=session.scheduler)
     return await _journaled(
         session, "profile", lambda: _profile(session, request or ProfileRequest(), progress)
     )
@@ -127,7 +127,7 @@ async def evaluate_kernels(
 ) -> EvalResult:
     """verify, then (if it passed) profile, then the reward: what an RL rollout ends with."""
     request = request or EvaluateRequest()
-    require_gpu(request.verify.device, request.profile.device)
+    require_gpu(request.verify.device, request.profile.device, scheduler=session.scheduler)
     return await _journaled(
         session, "evaluate", lambda: _evaluate(session, request or EvaluateRequest(), progress)
     )
@@ -367,7 +367,7 @@ async def run_judge(
     workspace_kernels: list[str] | None = None,
     progress: ProgressCallback | None = None,
 ) -> JudgeReport:
-    require_gpu(device)
+    require_gpu(device, scheduler=session.scheduler)
     with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-", dir=_scratch_root(session)) as tmp:
         scratch = Path(tmp)
         reference = scratch / "reference" / REFERENCE_FILE

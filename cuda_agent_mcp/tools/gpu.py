@@ -86,8 +86,10 @@ def gpu_absence() -> str | None:
     return None
 
 
-def require_gpu(*devices: str) -> None:
+def require_gpu(*devices: str, scheduler: GpuScheduler | None = None) -> None:
     """Refuse device 'cuda' up front where no GPU is visible: one line that says what to do, instead of
-    a judge that starts, fails in torch's CUDA initialisation and reports its traceback."""
-    if "cuda" in devices and (reason := gpu_absence()) is not None:
+    a judge that starts, fails in torch's CUDA initialisation and reports its traceback. A session with
+    a scheduler has GPUs by construction (it leases one to each judge, whatever this process's
+    CUDA_VISIBLE_DEVICES says), so it is not asked."""
+    if scheduler is None and "cuda" in devices and (reason := gpu_absence()) is not None:
         raise GpuUnavailable(reason)

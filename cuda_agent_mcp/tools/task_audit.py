@@ -102,7 +102,7 @@ async def audit_task(session: Session, request: TaskAuditRequest | None = None) 
     """Run every null candidate through verify; the task is weak if any of them passes, and the audit
     is unknown (not sound) if any of them could not be judged."""
     request = request or TaskAuditRequest()
-    require_gpu(request.device)
+    require_gpu(request.device, scheduler=session.scheduler)
     policy = session.task.policy.tolerance
     results = []
     for name, expression in NULL_OUTPUTS.items():

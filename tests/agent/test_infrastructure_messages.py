@@ -47,3 +47,17 @@ def test_a_judge_traceback_reaches_the_policy_as_its_first_and_last_lines() -> N
         "RuntimeError: Found no NVIDIA driver on your system."
     )
     assert "retrying will not help" in infrastructure_observation(GpuUnavailable("test"))
+
+
+def test_an_error_that_retrying_cannot_fix_is_not_retried() -> None:
+    from cuda_agent_mcp.env.failures import InfraFailure, with_infra_retries
+
+    calls = []
+
+    async def no_gpu() -> None:
+        calls.append(1)
+        raise GpuUnavailable("test")
+
+    with pytest.raises(InfraFailure) as failure:
+        anyio.run(lambda: with_infra_retries(no_gpu, retries=3, backoff_s=0))
+    assert failure.value.attempts == 1 and len(calls) == 1

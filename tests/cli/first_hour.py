@@ -28,15 +28,21 @@ def cuda_agent(
     env: dict[str, str] | None = None,
     columns: int = 80,
     tty: bool = False,
+    interactive: bool = False,
     timeout: float = 600,
 ) -> subprocess.CompletedProcess[str]:
     """The command line as a user types it. `tty` makes rich treat the pipe as a terminal of `columns`
-    (TTY_COMPATIBLE), so both renderings can be checked; escape codes are stripped from what comes back."""
+    (TTY_COMPATIBLE; `interactive` also shows live progress), so both renderings can be checked; escape
+    codes are stripped from what comes back."""
     environment = {**os.environ, "COLUMNS": str(columns), **(env or {})}
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), environment.get("PYTHONPATH")]))
     environment.pop("TTY_COMPATIBLE", None)
     if tty:
-        environment |= {"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "0", "NO_COLOR": "1"}
+        environment |= {
+            "TTY_COMPATIBLE": "1",
+            "TTY_INTERACTIVE": "1" if interactive else "0",
+            "NO_COLOR": "1",
+        }
     done = subprocess.run(
         [sys.executable, "-m", "cuda_agent_mcp", *args],
         capture_output=True,

@@ -295,6 +295,14 @@ def test_policy_descriptions_and_option_names_are_never_cut(tty: bool) -> None:
     assert "--allow-invalid-calls" in helped.stdout and "…" not in helped.stdout
 
 
+@pytest.mark.parametrize("group", [[], ["tasks"], ["workspace"], ["policy"], ["trajectories"]], ids=str)
+def test_command_lists_in_plain_help_cut_no_description(group: list[str]) -> None:
+    done = cuda_agent(*group, "--help")
+    assert done.returncode == 0
+    commands = done.stdout.split("Commands:", 1)[1]
+    assert "..." not in commands and "…" not in commands, commands
+
+
 def one_json_list(done: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
     value = json.loads(done.stdout)
     assert isinstance(value, list)
@@ -318,6 +326,24 @@ def test_workspace_new_writes_a_valid_skeleton_for_a_model_without_constructor_a
     assert "def __init__(self, features: int):" in (tmp_path / "ws2" / "model_new.py").read_text()
     again = one_line_error(cuda_agent("workspace", "new", "examples/relu", str(workspace)), 2)
     assert "--overwrite" in again and "pass overwrite" not in again
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="two units compile at once only with two cores")
+def test_the_compile_progress_names_every_file_still_compiling(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    assert cuda_agent("workspace", "new", str(small_relu(tmp_path)), str(workspace)).returncode == 0
+    shutil.copytree(EXAMPLES / "relu" / "kernels", workspace / "kernels", dirs_exist_ok=True)
+    for source in (workspace / "kernels").iterdir():  # both units miss the cache: both compile now
+        source.write_text(source.read_text() + f"\n// {tmp_path.name}\n")
+    env = {"CUDA_AGENT_CACHE": str(shared_build_cache)}
+    done = cuda_agent("compile", str(workspace), env=env, tty=True, interactive=True, columns=200)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # While the slow binding compiles, the bar still names it (not "kernels/relu.cu: compiled").
+    assert "compiling kernels/relu_binding.cpp, kernels/relu.cu" in done.stderr
+    assert "compiling kernels/relu_binding.cpp " in done.stderr.replace("\n", " ")
 
 
 def _free_port() -> int:
