@@ -6,10 +6,9 @@ import time
 
 from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 from rich.syntax import Syntax
 
-from cuda_agent_mcp.cli.tables import Column, print_fields, print_table
+from cuda_agent_mcp.cli.tables import Column, print_fields, print_panel, print_table
 from cuda_agent_mcp.results import BuildResult, ProfileResult, Verdict, VerifyResult
 from cuda_agent_mcp.tools import SourceAuditResult, TaskAuditResult, TaskDetails, TaskList, WorkspaceInfo
 from cuda_agent_mcp.tools.journal import JournalListing
@@ -162,7 +161,7 @@ def build_report(result: BuildResult, console: Console) -> None:
     body = f"{status} {escape(result.summary)} in {result.wall_s:.2f} s, {result.arch}"
     if result.workspace_extension_path:
         body += f"\n{result.workspace_extension_path}"
-    console.print(Panel(body, title="compile", title_align="left"))
+    print_panel(console, "compile", body)
 
 
 def verdict_report(title: str, verdict: Verdict, console: Console, *, extra: list[str]) -> None:
@@ -173,7 +172,7 @@ def verdict_report(title: str, verdict: Verdict, console: Console, *, extra: lis
         if value not in (None, "", [], {}):
             text = value if isinstance(value, str) else repr(value)
             lines.append(f"{field}: {escape(text[-1500:])}")
-    console.print(Panel("\n".join(lines + extra), title=title, title_align="left"))
+    print_panel(console, title, "\n".join(lines + extra))
 
 
 def verify_lines(result: VerifyResult) -> list[str]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rich.console import Console
+from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
@@ -94,4 +95,13 @@ def print_fields(console: Console, fields: Sequence[tuple[str, str]]) -> None:
         return
     width = max((len(label) for label, _ in fields), default=0)
     text = "\n".join(f"{label.ljust(width)}  {Text.from_markup(value).plain}" for label, value in fields)
+    console.print(text, markup=False, highlight=False, soft_wrap=True, crop=False)
+
+
+def print_panel(console: Console, title: str, body: str) -> None:
+    """A titled box on a terminal; the title and the body's lines, unwrapped, otherwise."""
+    if console.is_terminal:
+        console.print(Panel(body, title=title, title_align="left"))
+        return
+    text = "\n".join([f"{title}:", *(f"  {line}" for line in Text.from_markup(body).plain.splitlines())])
     console.print(text, markup=False, highlight=False, soft_wrap=True, crop=False)
