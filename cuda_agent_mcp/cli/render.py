@@ -213,6 +213,9 @@ def profile_lines(result: ProfileResult) -> list[str]:
 
 
 def journal_table(listing: JournalListing, console: Console) -> None:
+    if not listing.records:
+        console.print(f"journal: {escape(listing.path)}: no evaluations yet", highlight=False, soft_wrap=True)
+        return
     rows = [
         [
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at)),

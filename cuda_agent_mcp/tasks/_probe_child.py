@@ -79,7 +79,7 @@ def _hidden_sizes(module: object) -> list[HiddenSize]:
     try:
         plan = size_globals(module)  # type: ignore[arg-type]
     except Exception:
-        return []  # the judge falls back to the task's own inputs in the same case
+        return []  # no plan to show; the judge would meet the same error in its resized trial
     return [HiddenSize(name=n, visible=getattr(module, n), hidden=v) for n, v in sorted(plan.items())]
 
 
