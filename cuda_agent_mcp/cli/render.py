@@ -152,7 +152,7 @@ def build_report(result: BuildResult, console: Console) -> None:
         if d.line is not None:
             where += f":{d.line}" + (f":{d.column}" if d.column else "")
         colour = {"error": "red", "warning": "yellow", "note": "blue"}[d.severity]
-        console.print(f"[{colour}]{d.severity}[/] {escape(where)}: {escape(d.message)}")
+        console.print(f"[{colour}]{d.severity}[/] {escape(where)}: {escape(d.message)}", soft_wrap=True)
     if result.ignored_protected_files:
         console.print(
             f"[yellow]ignored edits to protected files:[/] {', '.join(result.ignored_protected_files)}"
