@@ -6,6 +6,7 @@ The public API is the tool layer (async functions with pydantic models in and ou
 from cuda_agent_mcp.errors import (
     CudaAgentError,
     ExecutorUnavailable,
+    GpuUnavailable,
     InfraError,
     TaskLoadError,
     TaskNotFound,
@@ -57,6 +58,7 @@ __all__ = [
     "EvaluateRequest",
     "ExecutorUnavailable",
     "FileBuild",
+    "GpuUnavailable",
     "InfraError",
     "KernelResources",
     "ProfileRequest",

@@ -7,7 +7,8 @@
     │   └── WorkspaceError                bad workspace path, protected file, file outside the root
     └── InfraError                        our fault or the machine's; never the candidate's
         ├── ToolchainMissing              nvcc, the host compiler or the torch headers are absent
-        └── ExecutorUnavailable           a process could not be started at all
+        ├── ExecutorUnavailable           a process could not be started at all
+        └── GpuUnavailable                device 'cuda' was asked for where no GPU is visible
 
 A candidate's own failures (compile errors, wrong output, crashes, timeouts) are never
 exceptions: they are return values, because the model learns from them.
@@ -79,3 +80,17 @@ class ExecutorUnavailable(InfraError):
         self.argv0 = argv0
         self.reason = reason
         super().__init__(f"could not start {argv0}: {reason}")
+
+
+class GpuUnavailable(InfraError):
+    """Device 'cuda' was asked for where this process can see no GPU: refused before any judge starts.
+    Retrying on the same machine cannot help."""
+
+    retryable = False
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(
+            f"no GPU is visible here ({reason}): device cuda needs an NVIDIA GPU; run on a GPU machine, "
+            "or use device cpu (--device cpu) for a pure-PyTorch ModelNew"
+        )

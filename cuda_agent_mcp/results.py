@@ -57,7 +57,7 @@ class FileBuild(_Frozen):
 
 
 BuildFailure = Literal[
-    "no_sources", "compile_error", "link_error", "timeout", "output_limit", "refused_input"
+    "no_sources", "compile_error", "link_error", "timeout", "output_limit", "refused_input", "no_binding"
 ]
 # What confined the compilers: Landlock in their own process, the executor's bubblewrap view or container;
 # "none" only where reduced isolation was explicitly allowed.

@@ -1,8 +1,11 @@
-"""Shared fixtures: where the KernelBench problems are, which toolchains exist, a private build cache."""
+"""Shared fixtures: where the KernelBench problems are, which toolchains exist, a private build cache,
+and private state for the whole run (a test never writes into the user's own journal or cache)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,33 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 KERNELBENCH = REPO.parent / "shared" / "benchmarks" / "kernelbench"
+
+
+# What the package reads to find its state (build/flags.py: default_cache_dir): the build cache, the
+# journal, judge logs, baselines and session workspaces all live under it.
+STATE_VARIABLES = {"CUDA_AGENT_CACHE": "cuda-agent-cache", "XDG_CACHE_HOME": "xdg-cache"}
+_saved_state: dict[str, str | None] = {}
+_state_dir: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point every state variable at a directory of this run, before collection imports anything; test
+    subprocesses (the CLI, servers, judges) inherit it. Whatever the user's own variables say."""
+    root = Path(tempfile.mkdtemp(prefix="cuda-agent-test-state-"))
+    _state_dir.append(root)
+    for name, sub in STATE_VARIABLES.items():
+        _saved_state[name] = os.environ.get(name)
+        os.environ[name] = str(root / sub)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for name, value in _saved_state.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    for root in _state_dir:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _toolchain_problem() -> str | None:

@@ -255,6 +255,17 @@ async def run_episode(
     )
 
 
+def infrastructure_observation(exc: InfraError) -> str:
+    """What a policy reads when the environment failed: one short line, never a traceback, and whether
+    trying again can help."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[-1] if lines else type(exc).__name__
+    if len(lines) > 1:
+        text = f"{lines[0].removesuffix('Traceback (most recent call last):').strip()} {text}".strip()
+    advice = "try again later" if exc.retryable else "retrying will not help"
+    return f"error (infrastructure, not your code; {advice}): {text[:400]}"
+
+
 def _budget_exhausted(state: _State, budgets: Budgets) -> str | None:
     if state.turn >= budgets.max_turns:
         return "turn_budget"
@@ -292,8 +303,7 @@ async def _run_tool_calls(run: _Run, completion: Completion) -> str | None:
                 result = await action.run(run.session, args, run.settings)
             except InfraError as exc:
                 # Not the policy's doing: say so in one line (the record keeps the whole message).
-                last_line = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-                observation = f"error (infrastructure, not your code; try again later): {last_line}"
+                observation = infrastructure_observation(exc)
                 record.error, record.infra_error = str(exc), True
             except CudaAgentError as exc:
                 observation = f"error: {exc}"

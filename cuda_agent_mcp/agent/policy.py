@@ -158,7 +158,7 @@ def load_policy(name_or_path: str) -> PolicyPreset:
     try:
         import yaml
     except ImportError:
-        raise PolicyError("reading policies needs PyYAML: pip install 'cuda-agent-mcp[agent]'") from None
+        raise PolicyError("reading policies needs PyYAML (a core dependency): pip install pyyaml") from None
     try:
         data = yaml.safe_load((candidate / "policy.yaml").read_text())
     except yaml.YAMLError as exc:

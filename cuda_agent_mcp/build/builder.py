@@ -21,7 +21,7 @@ from typing import Literal
 
 import anyio
 from anyio.lowlevel import RunVar
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build.cache import BuildCache, ObjectRecord, copy_atomically
 from cuda_agent_mcp.build.confine import EXIT_UNCONFINED
@@ -48,6 +48,7 @@ from cuda_agent_mcp.build.flags import (
 )
 from cuda_agent_mcp.build.inputs import planted_links, scan_directives, stage_inputs
 from cuda_agent_mcp.build.redact import PathScope, place, redact_output, workspace_line_reader
+from cuda_agent_mcp.build.registration import registration_problems
 from cuda_agent_mcp.build.toolchain import Toolchain
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.executors import Executor, ProcessLimits, ProcessResult
@@ -68,6 +69,9 @@ class BuildProgress(BaseModel):
     message: str
     done: int = 0
     total: int = 0
+    file: str | None = Field(
+        default=None, description="the unit a compile event is about ('binding.cpp': the harness's)"
+    )
 
 
 ProgressCallback = Callable[[BuildProgress], None]
@@ -254,6 +258,15 @@ class Builder:
                 kernels=kernels,
                 log="\n".join(o.log for o in failed),
             )
+        if problems := registration_problems(workspace, sources):
+            return finish(
+                ok=False,
+                failure="no_binding",
+                summary=problems[0].message,
+                files=files,
+                diagnostics=diagnostics + problems,
+                kernels=kernels,
+            )
 
         notify(BuildProgress(stage="link", message="linking", done=len(units), total=len(units)))
         build_key = fingerprint(
@@ -326,20 +339,17 @@ class Builder:
 
         async def compile_one(unit: _Unit) -> None:
             nonlocal done
-            async with limiter:
+
+            def event(message: str) -> None:  # two per unit: its start, then its end
                 notify(
-                    BuildProgress(stage="compile", message=f"compiling {unit.file}", done=done, total=total)
+                    BuildProgress(stage="compile", message=message, done=done, total=total, file=unit.file)
                 )
+
+            async with limiter:
+                event(f"compiling {unit.file}")
                 outcomes[unit.key] = await self._compile(unit, staging, flags)
                 done += 1
-                notify(
-                    BuildProgress(
-                        stage="compile",
-                        message=f"{unit.file}: {outcomes[unit.key].action}",
-                        done=done,
-                        total=total,
-                    )
-                )
+                event(f"{unit.file}: {outcomes[unit.key].action}")
 
         async with anyio.create_task_group() as group:
             # The slow C++ units first, so the short nvcc runs fill in behind them.

@@ -14,12 +14,24 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build.facts import boot_identity, file_identity, remembered
 from cuda_agent_mcp.build.toolchain import Toolchain
+from cuda_agent_mcp.errors import UsageError
 from cuda_agent_mcp.workspace.harness import EXTENSION_NAME
 
 # Hopper, the paper's target, used when no GPU is visible (CPU build machines). Its arch-specific variant:
 # wgmma and setmaxnreg exist only there (docs/DECISIONS.md, "Arch-specific GPU targets").
 DEFAULT_ARCH = "sm_90a"
 ARCH_ENV = "CUDA_AGENT_ARCH"
+ARCH_PATTERN = r"^sm_\d+[af]?$"
+
+
+def check_arch(value: str, source: str) -> str:
+    """`value` if it names a GPU target; else a UsageError naming `source` (an option or a variable)."""
+    if re.fullmatch(ARCH_PATTERN, value):
+        return value
+    raise UsageError(
+        f"{source} {value!r} is not a GPU target: use sm_ and the compute capability, with a or f for "
+        "the architecture-specific features, e.g. sm_80, sm_89, sm_90, sm_90a, sm_100a"
+    )
 
 
 class BuildFlags(BaseModel):
@@ -27,7 +39,7 @@ class BuildFlags(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    arch: str = Field(DEFAULT_ARCH, pattern=r"^sm_\d+[af]?$")
+    arch: str = Field(DEFAULT_ARCH, pattern=ARCH_PATTERN)
     use_fast_math: bool = True
     optimization: str = "-O3"
     vendor_libraries: tuple[str, ...] = Field(
@@ -130,7 +142,7 @@ def detect_arch(facts_dir: Path | None = None) -> str:
     """The build target: $CUDA_AGENT_ARCH as given, else the first visible GPU's (its arch-specific
     variant from Hopper on: sm_90a), else sm_90a."""
     if value := os.environ.get(ARCH_ENV):
-        return value
+        return check_arch(value, f"${ARCH_ENV}")
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return DEFAULT_ARCH

@@ -13,16 +13,24 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel
 from rich.markup import escape
-from rich.table import Table
 
-from cuda_agent_mcp.cli.common import emit_json, err, guarded, out, run
+from cuda_agent_mcp.cli.common import emit_json, emit_json_data, err, fail, guarded, help_markup, out, run
+from cuda_agent_mcp.cli.tables import Column, print_table
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import Session
+from cuda_agent_mcp.tools.gpu import require_gpu
 
-policy_app = typer.Typer(help="Bundled agent policies: list, show, serve with vLLM.", no_args_is_help=True)
-trajectories_app = typer.Typer(
-    help="Agent-loop trajectories: rejection fine-tuning data.", no_args_is_help=True
+policy_app = typer.Typer(
+    help="Bundled agent policies: list, show, serve with vLLM.",
+    no_args_is_help=True,
+    rich_markup_mode=help_markup(),
 )
+trajectories_app = typer.Typer(
+    help="Agent-loop trajectories: rejection fine-tuning data.",
+    no_args_is_help=True,
+    rich_markup_mode=help_markup(),
+)
+RUNS_DIR = Path("cuda-agent-runs")
 
 
 class OptimizeReport(BaseModel):
@@ -40,20 +48,26 @@ def _agent():  # type: ignore[no-untyped-def]
     try:
         import cuda_agent_mcp.agent as agent
     except ImportError as exc:
-        err.print(f"[red]error:[/] the agent loop needs: pip install 'cuda-agent-mcp[agent]' ({exc})")
-        raise typer.Exit(3) from None
+        fail(
+            f"the agent loop needs: pip install 'cuda-agent-mcp[agent]' ({exc})",
+            kind="infrastructure",
+            type_name="ImportError",
+        )
     return agent
 
 
-def _session(task: str, workspace: Path | None, tasks: list[Path] | None, stamp: str) -> tuple[Session, Path]:
-    """A session on an existing workspace directory, or a new workspace for a task id or .py file."""
+def _session(
+    task: str, workspace: Path | None, tasks: list[Path] | None, stamp: str, runs_dir: Path | None
+) -> tuple[Session, Path]:
+    """A session on an existing workspace directory, or a new workspace for a task id or .py file; and
+    the run's directory (trajectories, and the new workspace unless --workspace says where)."""
     as_path = Path(task)
     if as_path.is_dir() and (as_path / "model.py").is_file():
-        return Session.open(as_path), as_path.parent / "cuda-agent-runs" / stamp
+        return Session.open(as_path), (runs_dir or as_path.parent / RUNS_DIR) / stamp
     catalog = TaskCatalog.from_environment(tasks or [])
     chosen = catalog.get(task)
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", chosen.id).strip("-")
-    run_dir = Path("cuda-agent-runs") / f"{slug}-{stamp}"
+    run_dir = (runs_dir or RUNS_DIR) / f"{slug}-{stamp}"
     return Session.create(chosen, workspace or run_dir / "workspace"), run_dir
 
 
@@ -72,12 +86,25 @@ def optimize_command(
     max_turns: Annotated[int | None, typer.Option(min=1, help="override the preset's turn budget")] = None,
     seed: Annotated[int, typer.Option(help="seed of the first sample (sample i uses seed + i)")] = 0,
     temperature: Annotated[float | None, typer.Option(min=0.0, max=2.0)] = None,
-    workspace: Annotated[Path | None, typer.Option(help="where to lay out the workspace")] = None,
-    trajectory_dir: Annotated[Path | None, typer.Option(help="where trajectories go")] = None,
+    workspace: Annotated[
+        Path | None, typer.Option(help="where to lay out the workspace (default: in the run's directory)")
+    ] = None,
+    runs_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="where each run gets its directory (trajectories, the new workspace); default: "
+            "./cuda-agent-runs, or beside a workspace directory given as the task"
+        ),
+    ] = None,
+    trajectory_dir: Annotated[
+        Path | None, typer.Option(help="where trajectories go (default: the run's directory)")
+    ] = None,
     resume: Annotated[
         Path | None, typer.Option(help="continue a trajectory (its file edits are replayed)")
     ] = None,
-    device: Annotated[str, typer.Option(help="cuda, or cpu for machines without a GPU")] = "cuda",
+    device: Annotated[
+        str, typer.Option(help="cuda (needs a GPU), or cpu for machines without one (PyTorch candidates)")
+    ] = "cuda",
     baselines: Annotated[
         str, typer.Option(help="eager/torch.compile timings: cached (measured once per task), measure, skip")
     ] = "cached",
@@ -88,22 +115,27 @@ def optimize_command(
     json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Run the agent loop on a task with a policy served over the OpenAI wire format; the workspace ends
-    with the best verified kernel and every run leaves a JSONL trajectory."""
+    with the best verified kernel and every run leaves a JSONL trajectory, in a directory of its own
+    under --runs-dir (default ./cuda-agent-runs)."""
     agent = _agent()
-    if device not in ("cuda", "cpu") or baselines not in ("cached", "measure", "skip"):
-        err.print("[red]error:[/] --device is cuda or cpu; --baselines is cached, measure or skip")
-        raise typer.Exit(2)
+    if device not in ("cuda", "cpu"):
+        fail(f"--device {device!r}: use cuda or cpu", as_json=json)
+    if baselines not in ("cached", "measure", "skip"):
+        fail(f"--baselines {baselines!r}: use cached, measure or skip", as_json=json)
+    if resume is not None and not resume.is_file():
+        fail(f"--resume {resume}: no such trajectory file (runs leave trajectory.jsonl files)", as_json=json)
+    guarded(require_gpu, device, as_json=json)  # before a workspace, a run directory or a policy call
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    preset = guarded(agent.load_policy, policy)
+    preset = guarded(agent.load_policy, policy, as_json=json)
     if model:
         preset = preset.model_copy(update={"model": model, "served_model_name": None, "lora_adapter": None})
     budgets = preset.budgets.model_copy(update={"max_turns": max_turns}) if max_turns else preset.budgets
     settings = agent.EnvironmentSettings(device=device, audit=not no_audit, baselines=baselines)
-    session, run_dir = guarded(_session, task, workspace, tasks, stamp)
+    prior = guarded(agent.load_trajectory, resume, as_json=json) if resume else None
+    client = guarded(agent.PolicyClient, preset, base_url, as_json=json)
+    session, run_dir = guarded(_session, task, workspace, tasks, stamp, runs_dir, as_json=json)
     session.scheduler = agent.gpu_scheduler(settings)  # queue state for the live view; shared by --samples
     trajectories = trajectory_dir or run_dir
-    client = guarded(agent.PolicyClient, preset, base_url)
-    prior = agent.load_trajectory(resume) if resume else None
     view = None if json else _LiveLines()
 
     async def work() -> tuple[object, list[object]]:
@@ -136,7 +168,7 @@ def optimize_command(
         finally:
             await client.close()
 
-    winner, results = run(work)
+    winner, results = run(work, as_json=json)
     report = OptimizeReport(
         task_id=session.task.id,
         policy=preset.name,
@@ -147,11 +179,11 @@ def optimize_command(
     if json:
         emit_json(report)
     else:
-        out.print(_summary(report))
+        _summary(report)
     failures = [r.error for r in results if r.error]  # type: ignore[attr-defined]
     if winner is None and failures:
-        err.print(f"[red]error:[/] {escape(failures[0])}", highlight=False)
-        raise typer.Exit(3)
+        # The report is already out (as JSON under --json): the error is one more line on stderr.
+        fail(failures[0], kind="infrastructure", type_name="EndpointError", as_json=False)
     if winner is None:
         raise typer.Exit(1)
 
@@ -181,50 +213,46 @@ def _figure(best: dict[str, object], key: str) -> str:
     return f"{value:.3f}" if isinstance(value, float) else "-"
 
 
-def _summary(report: OptimizeReport) -> Table:
-    table = Table(
-        title=f"{report.task_id} with {report.policy}: workspace {report.workspace}", title_justify="left"
-    )
-    for column in (
-        "seed",
-        "temp",
-        "stop",
-        "turns",
-        "tokens",
-        "gpu s",
-        "best reward",
-        "vs eager",
-        "vs compile",
-        "trajectory",
-    ):
-        table.add_column(column)
+def _summary(report: OptimizeReport) -> None:
+    """The samples as a table; the paths (long, never cut) as lines of their own below it."""
+    headers = ["seed", "temp", "stop", "turns", "tokens", "gpu s", "best reward", "vs eager", "vs compile"]
+    rows = []
     for sample in report.samples:
         best = sample.get("best")
         best = best if isinstance(best, dict) else {}
-        table.add_row(
-            *(str(sample[key]) for key in ("seed", "temperature", "stop_reason", "turns", "tokens", "gpu_s")),
-            _figure(best, "reward") if best else "not verified",
-            _figure(best, "speedup_vs_eager"),
-            _figure(best, "speedup_vs_compile"),
-            str(sample["trajectory"]),
+        rows.append(
+            [
+                *(
+                    escape(str(sample[key]))
+                    for key in ("seed", "temperature", "stop_reason", "turns", "tokens", "gpu_s")
+                ),
+                _figure(best, "reward") if best else "not verified",
+                _figure(best, "speedup_vs_eager"),
+                _figure(best, "speedup_vs_compile"),
+            ]
         )
-    return table
+    columns = [Column(h, keep=h == "stop") for h in headers]
+    print_table(out, columns, rows, title=f"{escape(report.task_id)} with {escape(report.policy)}")
+    out.print(f"workspace: {escape(report.workspace)}", highlight=False, soft_wrap=True)
+    for sample in report.samples:
+        out.print(
+            f"trajectory (seed {sample['seed']}): {escape(str(sample['trajectory']))}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @policy_app.command("list")
 def policy_list(json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """The bundled presets."""
     agent = _agent()
-    presets = guarded(agent.list_policies)
+    presets = guarded(agent.list_policies, as_json=json)
     if json:
-        out.print_json(data=[p.model_dump(mode="json") for p in presets])
+        emit_json_data([p.model_dump(mode="json") for p in presets])
         return
-    table = Table(title="policies", title_justify="left")
-    for column in ("name", "model", "format", "description"):
-        table.add_column(column)
-    for p in presets:
-        table.add_row(p.name, p.model, p.action_format, p.description[:90])
-    out.print(table)
+    columns = [Column("name", keep=True), Column("model", keep=True), Column("format"), Column("description")]
+    rows = [[escape(p.name), escape(p.model), p.action_format, escape(p.description)] for p in presets]
+    print_table(out, columns, rows, title="policies")
 
 
 @policy_app.command("show")
@@ -236,7 +264,7 @@ def policy_show(name: Annotated[str, typer.Argument(help="preset name or directo
     out.print(preset.system_prompt(), markup=False, highlight=False)
 
 
-@policy_app.command("serve")
+@policy_app.command("serve", short_help="The exact `vllm serve` command for a preset (--run starts it).")
 def policy_serve(
     name: Annotated[str, typer.Argument(help="preset name or directory")],
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
@@ -255,11 +283,14 @@ def policy_serve(
     try:
         raise typer.Exit(subprocess.call(command, env=os.environ.copy()))
     except FileNotFoundError:
-        err.print("[red]error:[/] vllm is not installed here: pip install vllm")
-        raise typer.Exit(3) from None
+        fail(
+            "vllm is not installed here: pip install vllm",
+            kind="infrastructure",
+            type_name="FileNotFoundError",
+        )
 
 
-@trajectories_app.command("export")
+@trajectories_app.command("export", short_help="Rejection fine-tuning rows from trajectories (chat JSONL).")
 def trajectories_export(
     paths: Annotated[list[Path], typer.Argument(help="trajectory .jsonl files, or directories holding them")],
     output: Annotated[Path, typer.Option("--out", "-o", help="the chat-format JSONL to write")],
@@ -267,7 +298,7 @@ def trajectories_export(
         float, typer.Option(help="keep trajectories whose best reward is above this")
     ] = 0.0,
     allow_invalid_calls: Annotated[
-        bool, typer.Option(help="keep trajectories with invalid tool calls")
+        bool, typer.Option("--allow-invalid-calls", help="keep trajectories with invalid tool calls")
     ] = False,
     json: Annotated[bool, typer.Option("--json", help="print each input's verdict as JSON")] = False,
 ) -> None:
@@ -277,21 +308,16 @@ def trajectories_export(
 
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        err.print(f"[red]error:[/] no such file or directory: {', '.join(missing)}")
-        raise typer.Exit(2)
+        fail(f"no such file or directory: {', '.join(missing)}", as_json=json)
     files = sorted({f for p in paths for f in (p.rglob("*.jsonl") if p.is_dir() else [p])})
     if not files:
-        err.print("[red]error:[/] no trajectory files found")
-        raise typer.Exit(2)
+        fail("no trajectory files found (a run leaves trajectory.jsonl in its directory)", as_json=json)
     policy = FilterPolicy(min_reward=min_reward, allow_invalid_calls=allow_invalid_calls)
-    verdicts = export_sft(files, output, policy)
+    verdicts = guarded(export_sft, files, output, policy, as_json=json)
     if json:
-        out.print_json(data=[v.model_dump() for v in verdicts])
+        emit_json_data([v.model_dump() for v in verdicts])
         return
     kept = sum(v.kept for v in verdicts)
-    table = Table(title=f"{kept} of {len(verdicts)} kept, written to {output}", title_justify="left")
-    table.add_column("trajectory")
-    table.add_column("verdict")
-    for verdict in verdicts:
-        table.add_row(verdict.path, verdict.reason)
-    out.print(table)
+    rows = [[escape(v.path), escape(v.reason)] for v in verdicts]
+    title = f"{kept} of {len(verdicts)} kept, written to {escape(str(output))}"
+    print_table(out, [Column("trajectory", keep=True), Column("verdict")], rows, title=title)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -15,15 +16,28 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Column
 
 from cuda_agent_mcp.build import BuildProgress, default_cache_dir
+from cuda_agent_mcp.build.flags import check_arch
 from cuda_agent_mcp.cli import render
 from cuda_agent_mcp.cli.agent_commands import optimize_command, policy_app, trajectories_app
+from cuda_agent_mcp.cli.common import (
+    ErrorDetails,
+    ErrorOutput,
+    err,
+    fail,
+    guarded,
+    help_markup,
+    internal_error,
+    out,
+    wants_json,
+)
 from cuda_agent_mcp.cli.common import emit_json as _emit_json
-from cuda_agent_mcp.cli.common import err, out
 from cuda_agent_mcp.cli.common import run as _run
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.results import ProfileResult, VerifyResult
@@ -33,10 +47,12 @@ from cuda_agent_mcp.tools import (
     EvaluateRequest,
     ProfileRequest,
     Session,
+    SourceAuditResult,
     TaskAuditRequest,
     TaskAuditResult,
     TaskQuery,
     VerifyRequest,
+    audit_sources,
     audit_task,
     compile_kernels,
     evaluate_kernels,
@@ -49,16 +65,23 @@ from cuda_agent_mcp.tools import (
 from cuda_agent_mcp.tools.gpu import visible_gpu_scheduler
 from cuda_agent_mcp.tools.journal import JournalListing, open_journal
 
-app = typer.Typer(help="Write, build and evaluate CUDA kernels for PyTorch references.", no_args_is_help=True)
-tasks_app = typer.Typer(help="List and inspect tasks.", no_args_is_help=True)
-workspace_app = typer.Typer(help="Create agent workspaces.", no_args_is_help=True)
+app = typer.Typer(
+    help="Write, build and evaluate CUDA kernels for PyTorch references.",
+    no_args_is_help=True,
+    rich_markup_mode=help_markup(),
+)
+tasks_app = typer.Typer(help="List and inspect tasks.", no_args_is_help=True, rich_markup_mode=help_markup())
+workspace_app = typer.Typer(
+    help="Create agent workspaces.", no_args_is_help=True, rich_markup_mode=help_markup()
+)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(workspace_app, name="workspace")
 app.add_typer(policy_app, name="policy")
 app.add_typer(trajectories_app, name="trajectories")
-app.command("optimize")(optimize_command)
+app.command("optimize", short_help="Run the agent loop: a policy over the OpenAI wire format (GPU).")(
+    optimize_command
+)
 
-T = TypeVar("T")
 
 TasksOption = Annotated[
     list[Path] | None,
@@ -82,12 +105,13 @@ def tasks_list(
     json: JsonOption = False,
 ) -> None:
     """List the tasks of the bundled examples and of every --tasks source."""
-    catalog = _catalog(tasks)
-    listing = _run(lambda: list_tasks(catalog, TaskQuery(level=level, contains=contains, limit=limit)))
-    _emit_json(listing) if json else out.print(render.task_table(listing))
+    catalog = guarded(_catalog, tasks, as_json=json)
+    query = guarded(TaskQuery, level=level, contains=contains, limit=limit, as_json=json)
+    listing = _run(lambda: list_tasks(catalog, query), as_json=json)
+    _emit_json(listing) if json else render.task_table(listing, out)
 
 
-@tasks_app.command("show")
+@tasks_app.command("show", short_help="One task: metadata, inputs, rules, reference source.")
 def tasks_show(
     task: Annotated[str, typer.Argument(help="task id (see tasks list) or a .py file")],
     tasks: TasksOption = None,
@@ -97,41 +121,63 @@ def tasks_show(
     ] = True,
     json: JsonOption = False,
 ) -> None:
-    """Show one task: metadata, input shapes, reference source."""
-    catalog = _catalog(tasks)
+    """Show one task: metadata, input shapes, what a candidate must satisfy (tolerance, precision, the
+    hidden-size plan), reference source."""
+    catalog = guarded(_catalog, tasks, as_json=json)
     with err.status("inspecting the task", spinner="dots") if inspect and not json else nullcontext():
-        details = _run(lambda: show_task(catalog, task, inspect=inspect))
-    _emit_json(details) if json else out.print(render.task_details(details, show_code=code))
+        details = _run(lambda: show_task(catalog, task, inspect=inspect), as_json=json)
+    _emit_json(details) if json else render.task_details(details, out, show_code=code)
 
 
-@tasks_app.command("audit")
+@tasks_app.command("audit", short_help="Do null candidates (zeros, noise, the input) fail the task? (GPU)")
 def tasks_audit(
     task: Annotated[str, typer.Argument(help="task id or a .py file")],
     tasks: TasksOption = None,
-    device: Annotated[str, typer.Option(help="cuda, or cpu")] = "cuda",
+    device: Annotated[str, typer.Option(help="cuda (needs a GPU), or cpu")] = "cuda",
+    trials: Annotated[int, typer.Option(help="input sets per null candidate")] = 3,
+    call_timeout: Annotated[
+        float, typer.Option(help="seconds one forward() may take (the reference's own time included)")
+    ] = 30.0,
     json: JsonOption = False,
 ) -> None:
-    """Check that candidates doing no real work (zeros, a constant, the input, noise) fail the task."""
-    catalog = _catalog(tasks)
+    """Check that candidates doing no real work (zeros, a constant, the input, noise) fail the task.
+    Exit 0 sound, 1 weak, 3 unknown (a null candidate could not be judged: a crash or a timeout says
+    nothing about the task)."""
+    catalog = guarded(_catalog, tasks, as_json=json)
+    request = guarded(
+        TaskAuditRequest, device=device, trials=trials, call_timeout_s=call_timeout, as_json=json
+    )
 
     async def work() -> TaskAuditResult:
         with tempfile.TemporaryDirectory(prefix="cuda-agent-audit-") as tmp:
             session = Session.create(catalog.get(task), Path(tmp) / "ws")
-            return await audit_task(session, TaskAuditRequest(device=device))  # type: ignore[arg-type]
+            return await audit_task(session, request)
 
-    result = _run_validated(work)
+    result = _run(work, as_json=json)
     if json:
         _emit_json(result)
     else:
-        for candidate in result.null_candidates:
-            mark = "[red]PASSED (bad)[/]" if candidate.passed else "[green]failed[/]"
-            out.print(f"{candidate.name:14} {mark} ({candidate.verdict_status})")
-        out.print(f"{result.task_id}: {'[red]weak[/]' if result.weak else '[green]sound[/]'}")
-    if result.weak:
+        render.task_audit(result, out)
+    if result.verdict == "weak":
+        raise typer.Exit(1)
+    if result.verdict == "unknown":
+        raise typer.Exit(3)
+
+
+@app.command("audit", short_help="Static audit of a workspace's sources (no build, no GPU).")
+def audit_command(
+    directory: Annotated[Path, typer.Argument(help="workspace directory")] = Path("."),
+    json: JsonOption = False,
+) -> None:
+    """The static audit of a workspace's sources (PyTorch compute in ModelNew or in C++, reference
+    imports, forbidden libraries), without a build or a GPU. Exit 1 when it finds something."""
+    result: SourceAuditResult = _run(lambda: audit_sources(Session.open(directory)), as_json=json)
+    _emit_json(result) if json else render.source_audit(result, out)
+    if not result.clean:
         raise typer.Exit(1)
 
 
-@workspace_app.command("new")
+@workspace_app.command("new", short_help="Lay out a workspace for a task (model.py, skeleton, SKILL.md).")
 def workspace_new(
     task: Annotated[str, typer.Argument(help="task id or a .py file")],
     directory: Annotated[Path, typer.Argument(help="where to lay the workspace out")],
@@ -139,13 +185,14 @@ def workspace_new(
     overwrite: Annotated[bool, typer.Option(help="lay out even if the directory is not empty")] = False,
     json: JsonOption = False,
 ) -> None:
-    """Create a workspace for a task: model.py, model_new.py skeleton, kernels/, harness files."""
-    catalog = _catalog(tasks)
-    info = _run(lambda: new_workspace(catalog, task, directory, overwrite=overwrite))
+    """Create a workspace for a task: model.py, model_new.py skeleton, kernels/, harness files, and a
+    SKILL.md that ends with this task's rules."""
+    catalog = guarded(_catalog, tasks, as_json=json)
+    info = _run(lambda: new_workspace(catalog, task, directory, overwrite=overwrite), as_json=json)
     _emit_json(info) if json else out.print(render.workspace_created(info))
 
 
-@app.command("compile")
+@app.command("compile", short_help="Build the workspace's kernels (incremental).")
 def compile_command(
     directory: Annotated[Path, typer.Argument(help="workspace directory")] = Path("."),
     arch: Annotated[
@@ -154,42 +201,64 @@ def compile_command(
     json: JsonOption = False,
 ) -> None:
     """Build the workspace's kernels into cuda_extension.so (incremental). Exit 1 when the build fails."""
+    if arch is not None:
+        guarded(check_arch, arch, "--arch", as_json=json)
+    request = CompileRequest(arch=arch)
 
     async def work() -> object:
         session = Session.open(directory)
-        request = CompileRequest(arch=arch)
         if json:
             return await compile_kernels(session, request)
         with Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            SpinnerColumn(), TextColumn("{task.description}", table_column=Column(overflow="fold")),
+            BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
             console=err, transient=True,
         ) as bar:  # fmt: skip
             job = bar.add_task("planning", total=None)
+            return await compile_kernels(session, request, progress=_compile_progress(bar, job))
 
-            def on_progress(event: BuildProgress) -> None:
-                bar.update(job, description=event.message, completed=event.done, total=event.total or None)
-
-            return await compile_kernels(session, request, progress=on_progress)
-
-    try:
-        result = _run(work)
-    except ValueError as exc:  # pydantic rejects a malformed --arch before anything runs
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from None
+    result = _run(work, as_json=json)
     _emit_json(result) if json else render.build_report(result, out)  # type: ignore[arg-type]
     if not result.ok:  # type: ignore[attr-defined]
         raise typer.Exit(1)
 
 
+def _compile_progress(bar: Progress, job: TaskID) -> Callable[[BuildProgress], None]:
+    """Name every file still compiling: the harness's binding.cpp takes 20-30 s the first time, and a
+    bar that names only the last file done looks like a hang."""
+    running: list[str] = []
+
+    def on_progress(event: BuildProgress) -> None:
+        description = event.message
+        if event.stage == "compile" and event.file is not None:
+            # Each unit has two compile events: its start, then its end.
+            running.remove(event.file) if event.file in running else running.append(event.file)
+            if running:
+                names = [HARNESS_BINDING if f == "binding.cpp" else f for f in running]
+                description = "compiling " + ", ".join(names)
+        bar.update(job, description=escape(description), completed=event.done, total=event.total or None)
+
+    return on_progress
+
+
+HARNESS_BINDING = "binding.cpp (the harness's, once per toolchain: 20-30 s)"
+
+
 DirectoryArgument = Annotated[Path, typer.Argument(help="workspace directory")]
-DeviceOption = Annotated[str, typer.Option(help="cuda, or cpu for pure-PyTorch candidates")]
+DeviceOption = Annotated[
+    str,
+    typer.Option(
+        help="cuda (needs a GPU), or cpu: ModelNew runs on the CPU, where a pure-PyTorch ModelNew needs "
+        "no kernel sources (and --no-audit, since the audit refuses PyTorch compute)"
+    ),
+]
 AuditOption = Annotated[
     bool,
     typer.Option("--audit/--no-audit", help="refuse PyTorch compute in ModelNew (static and at run time)"),
 ]
 
 
-@app.command("verify")
+@app.command("verify", short_help="Check ModelNew against Model (GPU, or --device cpu).")
 def verify_command(
     directory: DirectoryArgument = Path("."),
     trials: Annotated[int, typer.Option(help="input sets, each from a fresh secret seed")] = 5,
@@ -199,12 +268,12 @@ def verify_command(
     json: JsonOption = False,
 ) -> None:
     """Build, then check ModelNew against Model in a separate worker process. Exit 1 unless it passes."""
-    request = VerifyRequest(trials=trials, strict=strict, device=device, audit=audit)  # type: ignore[arg-type]
-    result = _run_validated(lambda: verify_kernels(Session.open(directory), request))
+    request = guarded(VerifyRequest, trials=trials, strict=strict, device=device, audit=audit, as_json=json)
+    result = _run(lambda: verify_kernels(Session.open(directory), request), as_json=json)
     _finish("verify", result, render.verify_lines(result), as_json=json)
 
 
-@app.command("profile")
+@app.command("profile", short_help="Time ModelNew, PyTorch eager and torch.compile (GPU).")
 def profile_command(
     directory: DirectoryArgument = Path("."),
     baselines: Annotated[str, typer.Option(help="cached, measure or skip")] = "cached",
@@ -212,13 +281,12 @@ def profile_command(
     json: JsonOption = False,
 ) -> None:
     """Build, then time ModelNew, PyTorch eager and torch.compile. Exit 1 unless timing succeeded."""
-    result = _run_validated(
-        lambda: profile_kernels(Session.open(directory), ProfileRequest(baselines=baselines, device=device))  # type: ignore[arg-type]
-    )
+    request = guarded(ProfileRequest, baselines=baselines, device=device, as_json=json)
+    result = _run(lambda: profile_kernels(Session.open(directory), request), as_json=json)
     _finish("profile", result, render.profile_lines(result), as_json=json)
 
 
-@app.command("eval")
+@app.command("eval", short_help="verify + profile + reward (GPU, or --device cpu).")
 def eval_command(
     directory: DirectoryArgument = Path("."),
     device: DeviceOption = "cuda",
@@ -226,11 +294,14 @@ def eval_command(
     json: JsonOption = False,
 ) -> None:
     """verify + profile + reward (the paper's milestones: -1, 1, 2, 3)."""
-    request = EvaluateRequest(
-        verify=VerifyRequest(device=device, audit=audit, sanitize="auto"),  # type: ignore[arg-type]
-        profile=ProfileRequest(device=device),  # type: ignore[arg-type]
+    request = guarded(
+        lambda: EvaluateRequest(
+            verify=VerifyRequest(device=device, audit=audit, sanitize="auto"),  # type: ignore[arg-type]
+            profile=ProfileRequest(device=device),  # type: ignore[arg-type]
+        ),
+        as_json=json,
     )
-    result = _run_validated(lambda: evaluate_kernels(Session.open(directory), request))
+    result = _run(lambda: evaluate_kernels(Session.open(directory), request), as_json=json)
     if json:
         _emit_json(result)
     else:
@@ -244,7 +315,7 @@ def eval_command(
         raise typer.Exit(1)
 
 
-@app.command("serve")
+@app.command("serve", short_help="Run the MCP server (stdio, or --http with bearer tokens).")
 def serve_command(
     http: Annotated[
         str | None, typer.Option("--http", help="serve streamable HTTP on HOST:PORT instead of stdio")
@@ -274,10 +345,11 @@ def serve_command(
         from cuda_agent_mcp.server.jobs import JobBoard
         from cuda_agent_mcp.server.sessions import SessionRegistry
     except ImportError as exc:
-        err.print(
-            f"[red]error:[/] the MCP server needs the mcp extra: pip install 'cuda-agent-mcp[mcp]' ({exc})"
+        fail(
+            f"the MCP server needs the mcp extra: pip install 'cuda-agent-mcp[mcp]' ({exc})",
+            kind="infrastructure",
+            type_name="ImportError",
         )
-        raise typer.Exit(3) from None
     registry = SessionRegistry(
         root or default_cache_dir() / "sessions", _catalog(tasks), scheduler=visible_gpu_scheduler()
     )
@@ -304,7 +376,7 @@ def serve_command(
     server.run(transport="streamable-http", host=host, port=int(port))
 
 
-@app.command("journal")
+@app.command("journal", short_help="Recent evaluation results, newest first.")
 def journal_command(
     limit: Annotated[int, typer.Option(help="show at most this many, newest first")] = 20,
     json: JsonOption = False,
@@ -312,8 +384,9 @@ def journal_command(
     """Recent evaluations from the journal: every verify, profile and eval result, kept across restarts
     (interrupted ones included)."""
     path = default_cache_dir() / "journal.sqlite"
-    listing = JournalListing(path=str(path), records=open_journal(path).records(limit=limit))
-    _emit_json(listing) if json else out.print(render.journal_table(listing))
+    records = guarded(lambda: open_journal(path).records(limit=limit), as_json=json)
+    listing = JournalListing(path=str(path), records=records)
+    _emit_json(listing) if json else render.journal_table(listing, out)
 
 
 def _finish(title: str, result: VerifyResult | ProfileResult, lines: list[str], *, as_json: bool) -> None:
@@ -323,16 +396,41 @@ def _finish(title: str, result: VerifyResult | ProfileResult, lines: list[str], 
         raise typer.Exit(1)
 
 
-def _run_validated(work: Callable[[], Awaitable[T]]) -> T:
-    try:
-        return _run(work)
-    except ValueError as exc:  # a request model refused an option before anything ran
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from None
-
-
 def main() -> None:
-    app()
+    """The console script: the commands' own error contract, and a last net for everything else
+    (click's usage errors, bugs), so that no traceback and no empty --json output ever reaches a user."""
+    try:
+        code = app(standalone_mode=False)
+    except ClickException as exc:  # a bad option or argument, found by click before any command ran
+        if wants_json():
+            details = ErrorDetails(kind="usage", type=type(exc).__name__, message=exc.format_message())
+            sys.stdout.write(ErrorOutput(error=details).model_dump_json() + "\n")
+        _show_click_error(exc)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except Exception as exc:
+        try:
+            internal_error(exc)
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+# Typer 0.2x vendors click (typer._click); earlier versions use click itself. Either way this is the class.
+ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def _show_click_error(exc: Exception) -> None:
+    if help_markup() is None:
+        exc.show()  # type: ignore[attr-defined]
+        return
+    from typer import rich_utils
+
+    rich_utils.rich_format_error(exc)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

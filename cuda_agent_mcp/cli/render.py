@@ -4,89 +4,155 @@ from __future__ import annotations
 
 import time
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 from rich.syntax import Syntax
-from rich.table import Table
 
+from cuda_agent_mcp.cli.tables import Column, print_fields, print_panel, print_table
 from cuda_agent_mcp.results import BuildResult, ProfileResult, Verdict, VerifyResult
-from cuda_agent_mcp.tools import TaskDetails, TaskList, WorkspaceInfo
+from cuda_agent_mcp.tools import SourceAuditResult, TaskAuditResult, TaskDetails, TaskList, WorkspaceInfo
 from cuda_agent_mcp.tools.journal import JournalListing
 
 
-def task_table(listing: TaskList) -> Table:
-    table = Table(title=f"{len(listing.tasks)} of {listing.total} tasks", title_justify="left")
-    for column in ("id", "name", "level", "dtype", "hash"):
-        table.add_column(column)
-    for task in listing.tasks:
-        level = str(task.level) if task.level is not None else "-"
-        table.add_row(task.id, escape(task.name), level, task.dtype, task.content_hash[:12])
-    return table
+def task_table(listing: TaskList, console: Console) -> None:
+    rows = [
+        [
+            escape(task.id),
+            escape(task.name),
+            str(task.level) if task.level is not None else "-",
+            task.dtype,
+            task.content_hash[:12],
+        ]
+        for task in listing.tasks
+    ]
+    columns = [
+        Column("id", keep=True),
+        Column("name"),
+        Column("level"),
+        Column("dtype"),
+        Column("hash", keep=True),
+    ]
+    print_table(console, columns, rows, title=f"{len(listing.tasks)} of {listing.total} tasks")
 
 
-def task_details(details: TaskDetails, *, show_code: bool) -> Group:
+def task_details(details: TaskDetails, console: Console, *, show_code: bool) -> None:
     task = details.task
-    rows = Table.grid(padding=(0, 2))
-    rows.add_row("id", task.id)
-    rows.add_row("name", escape(task.name))
-    rows.add_row("level", str(task.level) if task.level is not None else "-")
-    rows.add_row(
-        "source",
-        f"{task.source.kind}: {task.source.path or '-'}"
-        + (f" row {task.source.row}" if task.source.row is not None else ""),
+    source = f"{task.source.kind}: {task.source.path or '-'}" + (
+        f" row {task.source.row}" if task.source.row is not None else ""
     )
-    rows.add_row("content hash", task.content_hash)
-    rows.add_row(
-        "dtype / tolerance",
-        f"{task.policy.dtype} / atol={task.policy.tolerance.atol} rtol={task.policy.tolerance.rtol}",
-    )
-    rows.add_row("fast math", "on" if task.policy.use_fast_math else "off")
+    fields = [
+        ("id", escape(task.id)),
+        ("name", escape(task.name)),
+        ("level", str(task.level) if task.level is not None else "-"),
+        ("source", escape(source)),
+        ("hash", task.content_hash),
+        ("dtype", task.policy.dtype),
+        ("fast math", "on" if task.policy.use_fast_math else "off"),
+    ]
     if details.probe is not None:
         inputs = ", ".join(
             f"{i.dtype}{list(i.shape or [])}" if i.kind == "tensor" else f"{i.kind}={i.value}"
             for i in details.probe.inputs
         )
-        rows.add_row("inputs", inputs)
-        rows.add_row("init inputs", ", ".join(details.probe.init_inputs) or "-")
-        rows.add_row("parameters", str(details.probe.parameter_count))
-    parts: list[object] = [rows]
+        fields += [
+            ("inputs", escape(inputs)),
+            ("init inputs", escape(", ".join(details.probe.init_inputs) or "-")),
+            ("parameters", str(details.probe.parameter_count)),
+        ]
+    if details.rules is not None:
+        for statement in details.rules.statements:
+            name, _, text = statement.partition(": ")
+            fields.append((RULE_LABELS.get(name, name.lower()), escape(text)))
+    print_fields(console, fields)
     if show_code:
-        parts.append(Syntax(task.code, "python", line_numbers=True))
-    return Group(*parts)  # type: ignore[arg-type]
+        console.print(Syntax(task.code, "python", line_numbers=True))
+
+
+RULE_LABELS = {"Vendor libraries": "libraries"}
+
+
+def task_audit(result: TaskAuditResult, console: Console) -> None:
+    marks = {"passed": "[red]PASSED (bad)[/]", "failed": "[green]failed[/]", "unknown": "[yellow]unknown[/]"}
+    rows = [
+        [escape(c.name), marks[c.outcome], c.verdict_status, escape(c.reason)] for c in result.null_candidates
+    ]
+    columns = [
+        Column("null candidate", keep=True),
+        Column("outcome"),
+        Column("verdict"),
+        Column("why unknown"),
+    ]
+    print_table(console, columns, rows)
+    verdict = {
+        "weak": "[red]weak[/]: a candidate that does no work passes it",
+        "sound": "[green]sound[/]: every null candidate was refused",
+        "unknown": "[yellow]unknown[/]: some null candidates could not be judged, so nothing is known "
+        "about them (see why; on the CPU, try --call-timeout or smaller sizes)",
+    }[result.verdict]
+    console.print(f"{escape(result.task_id)}: {verdict}", highlight=False, soft_wrap=True)
+
+
+def source_audit(result: SourceAuditResult, console: Console) -> None:
+    libraries = ", ".join(result.vendor_libraries) or "none"
+    console.print(
+        f"static audit of {escape(result.workspace)} ({escape(result.task_id)}; vendor libraries: {libraries})",
+        highlight=False,
+    )
+    if result.clean:
+        console.print(
+            "[green]clean[/]: nothing forbidden found (verify also audits the ops ModelNew runs)",
+            highlight=False,
+        )
+        return
+    rows = [
+        [escape(f"{f.file}:{f.line}" if f.line else f.file), escape(f.rule), escape(f.message)]
+        for f in result.findings
+    ]
+    print_table(console, [Column("where", keep=True), Column("rule", keep=True), Column("finding")], rows)
+    console.print(f"[red]{len(result.findings)} finding(s)[/]: verify would refuse this workspace")
 
 
 def workspace_created(info: WorkspaceInfo) -> str:
     files = "\n".join(f"  {f}" for f in info.files)
     return (
-        f"workspace for [bold]{info.task_id}[/] at {info.path}\n{files}\nnext: cuda-agent compile {info.path}"
+        f"workspace for [bold]{escape(info.task_id)}[/] at {escape(info.path)}\n{escape(files)}\n"
+        f"next: read SKILL.md, write the kernels, then cuda-agent compile {escape(info.path)}"
     )
 
 
 def build_report(result: BuildResult, console: Console) -> None:
-    files = Table(title="files", title_justify="left")
-    for column in ("file", "action", "seconds"):
-        files.add_column(column)
-    for item in result.files:
-        style = {"compiled": "green", "cached": "dim", "failed": "red", "timed_out": "red"}[item.action]
-        files.add_row(item.file, f"[{style}]{item.action}[/]", f"{item.wall_s:.2f}")
-    console.print(files)
+    styles = {"compiled": "green", "cached": "dim", "failed": "red", "timed_out": "red"}
+    print_table(
+        console,
+        [Column("file", keep=True), Column("action"), Column("seconds", justify="right")],
+        [[escape(f.file), f"[{styles[f.action]}]{f.action}[/]", f"{f.wall_s:.2f}"] for f in result.files],
+        title="files",
+    )
     if result.kernels:
-        kernels = Table(title="kernels (ptxas)", title_justify="left")
-        for column in ("kernel", "regs", "smem B", "stack B", "spills B (st/ld)"):
-            kernels.add_column(column)
-        for k in result.kernels:
-            spills = f"{k.spill_stores_bytes}/{k.spill_loads_bytes}"
-            kernels.add_row(
-                escape(k.name), str(k.registers), str(k.shared_memory_bytes), str(k.stack_frame_bytes), spills
-            )
-        console.print(kernels)
+        print_table(
+            console,
+            [
+                Column("kernel", keep=True),
+                *(Column(h, justify="right") for h in ("regs", "smem B", "stack B", "spills B (st/ld)")),
+            ],
+            [
+                [
+                    escape(k.name),
+                    str(k.registers),
+                    str(k.shared_memory_bytes),
+                    str(k.stack_frame_bytes),
+                    f"{k.spill_stores_bytes}/{k.spill_loads_bytes}",
+                ]
+                for k in result.kernels
+            ],
+            title="kernels (ptxas)",
+        )
     for d in result.diagnostics:
         where = d.file or d.tool
         if d.line is not None:
             where += f":{d.line}" + (f":{d.column}" if d.column else "")
         colour = {"error": "red", "warning": "yellow", "note": "blue"}[d.severity]
-        console.print(f"[{colour}]{d.severity}[/] {escape(where)}: {escape(d.message)}")
+        console.print(f"[{colour}]{d.severity}[/] {escape(where)}: {escape(d.message)}", soft_wrap=True)
     if result.ignored_protected_files:
         console.print(
             f"[yellow]ignored edits to protected files:[/] {', '.join(result.ignored_protected_files)}"
@@ -95,7 +161,7 @@ def build_report(result: BuildResult, console: Console) -> None:
     body = f"{status} {escape(result.summary)} in {result.wall_s:.2f} s, {result.arch}"
     if result.workspace_extension_path:
         body += f"\n{result.workspace_extension_path}"
-    console.print(Panel(body, title="compile", title_align="left"))
+    print_panel(console, "compile", body)
 
 
 def verdict_report(title: str, verdict: Verdict, console: Console, *, extra: list[str]) -> None:
@@ -106,7 +172,7 @@ def verdict_report(title: str, verdict: Verdict, console: Console, *, extra: lis
         if value not in (None, "", [], {}):
             text = value if isinstance(value, str) else repr(value)
             lines.append(f"{field}: {escape(text[-1500:])}")
-    console.print(Panel("\n".join(lines + extra), title=title, title_align="left"))
+    print_panel(console, title, "\n".join(lines + extra))
 
 
 def verify_lines(result: VerifyResult) -> list[str]:
@@ -146,12 +212,12 @@ def profile_lines(result: ProfileResult) -> list[str]:
     return lines
 
 
-def journal_table(listing: JournalListing) -> Table:
-    table = Table(title=f"journal: {escape(listing.path)}")
-    for column in ("started", "kind", "task", "status", "verdict", "source", "gpu"):
-        table.add_column(column)
-    for record in listing.records:
-        table.add_row(
+def journal_table(listing: JournalListing, console: Console) -> None:
+    if not listing.records:
+        console.print(f"journal: {escape(listing.path)}: no evaluations yet", highlight=False, soft_wrap=True)
+        return
+    rows = [
+        [
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at)),
             record.kind,
             escape(record.task_id),
@@ -159,5 +225,11 @@ def journal_table(listing: JournalListing) -> Table:
             record.verdict or (escape(record.error[:60]) if record.error else ""),
             record.source_hash[:12],
             escape(str(record.environment.get("gpu", ""))),
-        )
-    return table
+        ]
+        for record in listing.records
+    ]
+    columns = [
+        Column("started", keep=True), Column("kind"), Column("task", keep=True), Column("status"),
+        Column("verdict"), Column("source", keep=True), Column("gpu"),
+    ]  # fmt: skip
+    print_table(console, columns, rows, title=f"journal: {escape(listing.path)}")

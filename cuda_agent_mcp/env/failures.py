@@ -33,14 +33,15 @@ async def with_infra_retries(
     work: Callable[[], Awaitable[T]], retries: int, backoff_s: float = 0.5
 ) -> tuple[T, int]:
     """Run `work`, returning its result and the attempts it took; an InfraError is retried up to `retries`
-    more times (doubling waits), then raised as InfraFailure. Model failures are results, never
-    exceptions, so they are never retried."""
+    more times (doubling waits), then raised as InfraFailure; one that says retrying cannot help (no
+    GPU visible, a missing toolchain) is raised at once. Model failures are results, never exceptions,
+    so they are never retried."""
     attempt = 0
     while True:
         attempt += 1
         try:
             return await work(), attempt
         except InfraError as exc:
-            if attempt > retries:
+            if attempt > retries or not exc.retryable:
                 raise InfraFailure(attempt, exc) from exc
             await anyio.sleep(backoff_s * 2 ** (attempt - 1))

@@ -100,7 +100,14 @@ def build_server(
     auth = None
     if tokens is not None:
         assert url is not None
-        auth = AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp", required_scopes=[])
+        # The static token table is this server's own (server/auth.py): no token was issued for another
+        # resource, so the SDK's RFC 8707 resource check has nothing to add (and unset, it warns twice).
+        auth = AuthSettings(
+            issuer_url=url,
+            resource_server_url=f"{url}/mcp",
+            required_scopes=[],
+            validate_token_resource=False,
+        )
     server = MCPServer("cuda-agent", instructions=INSTRUCTIONS, token_verifier=tokens, auth=auth)
 
     @server.tool(name="list_tasks", annotations=READ_ONLY)

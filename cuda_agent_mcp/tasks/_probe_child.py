@@ -6,7 +6,7 @@ import importlib.util
 import sys
 import traceback
 
-from cuda_agent_mcp.tasks.probe import PROBE_MARKER, InputSpec, ProbeReport
+from cuda_agent_mcp.tasks.probe import PROBE_MARKER, HiddenSize, InputSpec, ProbeReport
 
 
 def _describe(value: object) -> InputSpec:
@@ -64,7 +64,23 @@ def probe(path: str) -> ProbeReport:
     if not isinstance(model, torch.nn.Module):
         return ProbeReport(error="Model must subclass torch.nn.Module")
     params = sum(p.numel() for p in model.parameters())
-    return ProbeReport(inputs=specs, init_inputs=[repr(v)[:80] for v in init_inputs], parameter_count=params)
+    return ProbeReport(
+        inputs=specs,
+        init_inputs=[repr(v)[:80] for v in init_inputs],
+        parameter_count=params,
+        hidden_sizes=_hidden_sizes(module),
+    )
+
+
+def _hidden_sizes(module: object) -> list[HiddenSize]:
+    """The judge's own plan (the same function, on the same module), so what is shown is what runs."""
+    from cuda_agent_mcp.evaluator.sizes import size_globals
+
+    try:
+        plan = size_globals(module)  # type: ignore[arg-type]
+    except Exception:
+        return []  # no plan to show; the judge would meet the same error in its resized trial
+    return [HiddenSize(name=n, visible=getattr(module, n), hidden=v) for n, v in sorted(plan.items())]
 
 
 def main() -> None:

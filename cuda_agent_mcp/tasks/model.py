@@ -48,6 +48,12 @@ class TaskPolicy(BaseModel):
         description="verify also runs a trial at larger, odd sizes of the task's size globals "
         "(batch_size, dim, ...), so kernels that bake in the visible shape fail",
     )
+    precision_check: bool = Field(
+        default=True,
+        description="fp32/fp64 outputs must also have a relative error norm of at most 1e-4, which fp16, "
+        "bf16 and TF32 arithmetic exceed; False for a task that allows reduced precision (a verify "
+        "request's precision_check overrides it)",
+    )
 
 
 class TaskSource(BaseModel):

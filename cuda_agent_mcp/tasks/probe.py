@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.errors import TaskLoadError
 from cuda_agent_mcp.executors import LocalExecutor, ProcessLimits
@@ -31,6 +31,16 @@ class InputSpec(BaseModel):
     value: str | None = None
 
 
+class HiddenSize(BaseModel):
+    """One size global the verify's hidden-size trial grows (evaluator/sizes.py), and to what."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    visible: int | tuple[int, ...]
+    hidden: int | tuple[int, ...]
+
+
 class ProbeReport(BaseModel):
     """What the probe found. `error` is set when an entry point failed; the loader turns it into TaskLoadError."""
 
@@ -39,6 +49,11 @@ class ProbeReport(BaseModel):
     inputs: list[InputSpec] = []
     init_inputs: list[str] = []
     parameter_count: int | None = None
+    hidden_sizes: list[HiddenSize] = Field(
+        default_factory=list,
+        description="the size globals the hidden-size trial grows, as the judge works them out; empty: "
+        "that trial uses the task's own inputs",
+    )
     error: str | None = None
 
 

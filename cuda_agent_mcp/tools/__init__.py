@@ -11,7 +11,9 @@ from cuda_agent_mcp.tools.evaluate import (
     verify_kernels,
 )
 from cuda_agent_mcp.tools.files import edit_file, list_files, read_file, search_files, write_file
+from cuda_agent_mcp.tools.rules import TaskRules, task_rules
 from cuda_agent_mcp.tools.session import Session
+from cuda_agent_mcp.tools.source_audit import SourceAuditResult, audit_sources
 from cuda_agent_mcp.tools.task_audit import TaskAuditRequest, TaskAuditResult, audit_task
 from cuda_agent_mcp.tools.tasks import (
     TaskDetails,
@@ -29,13 +31,16 @@ __all__ = [
     "JudgeFailed",
     "ProfileRequest",
     "Session",
+    "SourceAuditResult",
     "TaskAuditRequest",
     "TaskAuditResult",
     "TaskDetails",
     "TaskList",
     "TaskQuery",
+    "TaskRules",
     "VerifyRequest",
     "WorkspaceInfo",
+    "audit_sources",
     "audit_task",
     "compile_kernels",
     "edit_file",
@@ -47,6 +52,7 @@ __all__ = [
     "read_file",
     "search_files",
     "show_task",
+    "task_rules",
     "verify_kernels",
     "write_file",
 ]

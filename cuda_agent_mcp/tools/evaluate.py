@@ -43,6 +43,7 @@ from cuda_agent_mcp.results import (
     VerifyResult,
 )
 from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
+from cuda_agent_mcp.tools.gpu import require_gpu
 from cuda_agent_mcp.tools.ncu import ncu_pass
 from cuda_agent_mcp.tools.session import Session, judge_env
 from cuda_agent_mcp.workspace import CANDIDATE_FILE, EXTENSION_NAME, REFERENCE_FILE
@@ -68,8 +69,10 @@ class VerifyRequest(BaseModel):
         30.0, gt=0, description="limit on one forward() call; a hung kernel is killed"
     )
     audit: bool = Field(True, description="refuse sources that compute with PyTorch instead of kernels")
-    precision_check: bool = Field(
-        True, description="refuse fp32/fp64 outputs whose error norm shows lower-precision arithmetic"
+    precision_check: bool | None = Field(
+        default=None,
+        description="refuse fp32/fp64 outputs whose error norm shows lower-precision arithmetic; None: "
+        "the task's policy (on unless the task allows reduced precision)",
     )
     sanitize: Literal["off", "auto", "memcheck", "racecheck", "synccheck"] = Field(
         default="off",
@@ -98,9 +101,10 @@ class ProfileRequest(BaseModel):
         "throughput, occupancy, registers); diagnostics only, several seconds more",
     )
     ncu_timeout_s: float = Field(180.0, gt=0, description="limit on the ncu pass")
-    precision_check: bool = Field(
-        default=True,
-        description="refuse fp32/fp64 timed outputs whose error norm shows lower-precision arithmetic",
+    precision_check: bool | None = Field(
+        default=None,
+        description="refuse fp32/fp64 timed outputs whose error norm shows lower-precision arithmetic "
+        "(None: the task's policy, on by default)",
     )
 
 
@@ -117,6 +121,7 @@ async def verify_kernels(
     session: Session, request: VerifyRequest | None = None, *, progress: ProgressCallback | None = None
 ) -> VerifyResult:
     """Build, then check ModelNew against Model on fresh secret inputs in a separate worker."""
+    require_gpu((request or VerifyRequest()).device, scheduler=session.scheduler)
     return await _journaled(session, "verify", lambda: _verify(session, request or VerifyRequest(), progress))
 
 
@@ -124,6 +129,7 @@ async def profile_kernels(
     session: Session, request: ProfileRequest | None = None, *, progress: ProgressCallback | None = None
 ) -> ProfileResult:
     """Build, then time ModelNew (every timed output rechecked) and the eager and compiled baselines."""
+    require_gpu((request or ProfileRequest()).device, scheduler=session.scheduler)
     return await _journaled(
         session, "profile", lambda: _profile(session, request or ProfileRequest(), progress)
     )
@@ -133,6 +139,8 @@ async def evaluate_kernels(
     session: Session, request: EvaluateRequest | None = None, *, progress: ProgressCallback | None = None
 ) -> EvalResult:
     """verify, then (if it passed) profile, then the reward: what an RL rollout ends with."""
+    request = request or EvaluateRequest()
+    require_gpu(request.verify.device, request.profile.device, scheduler=session.scheduler)
     return await _journaled(
         session, "evaluate", lambda: _evaluate(session, request or EvaluateRequest(), progress)
     )
@@ -171,7 +179,7 @@ async def _verify(
 ) -> VerifyResult:
     started = time.monotonic()
     build = await compile_kernels(session, CompileRequest(), progress=progress)
-    if not build.ok:
+    if not build.ok and not _python_only(build, request.device):
         return VerifyResult(
             verdict=CompileFailed(summary=build.summary, diagnostics=build.diagnostics),
             source_hash=build.source_hash,
@@ -202,7 +210,7 @@ async def _verify(
         timeout_s=request.timeout_s,
         timeouts=Timeouts(call_s=request.call_timeout_s),
         op_audit=request.audit,
-        max_error_norm=PRECISION_NORM_LIMIT if request.precision_check else None,
+        max_error_norm=PRECISION_NORM_LIMIT if _precision_check(session, request) else None,
         sanitize=None
         if request.sanitize == "off"
         else "memcheck"
@@ -228,7 +236,7 @@ async def _profile(
 ) -> ProfileResult:
     started = time.monotonic()
     build = await compile_kernels(session, CompileRequest(), progress=progress)
-    if not build.ok:
+    if not build.ok and not _python_only(build, request.device):
         return ProfileResult(
             verdict=CompileFailed(summary=build.summary, diagnostics=build.diagnostics),
             source_hash=build.source_hash,
@@ -253,7 +261,7 @@ async def _profile(
             timing=TimingPolicy(budget_s=request.budget_s),
             timeouts=Timeouts(call_s=request.call_timeout_s),
             workspace_kernels=sorted({kernel.name for kernel in build.kernels}),
-            max_error_norm=PRECISION_NORM_LIMIT if request.precision_check else None,
+            max_error_norm=PRECISION_NORM_LIMIT if _precision_check(session, request) else None,
         )
         noisy = report.candidate is not None and report.candidate.cv > request.max_cv
         if not worth_remeasuring(report, request.max_cv) or attempts >= 2:
@@ -363,6 +371,19 @@ def _audit(session: Session) -> list[AuditFinding]:
     ]
 
 
+def _python_only(build: BuildResult, device: str) -> bool:
+    """On the CPU a workspace without kernel sources is a pure-PyTorch ModelNew: it runs without an
+    extension (the build's `no_sources` is then no failure). On a GPU it stays a failed build."""
+    return device == "cpu" and build.failure == "no_sources"
+
+
+def _precision_check(session: Session, request: VerifyRequest | ProfileRequest) -> bool:
+    """The request's switch, else the task's policy (on by default)."""
+    if request.precision_check is not None:
+        return request.precision_check
+    return session.task.policy.precision_check
+
+
 def _describe(findings: list[AuditFinding]) -> str:
     first = findings[0]
     where = f"{first.file}:{first.line}" if first.line else first.file
@@ -397,6 +418,7 @@ async def run_judge(
     workspace_kernels: list[str] | None = None,
     progress: ProgressCallback | None = None,
 ) -> JudgeReport:
+    require_gpu(device, scheduler=session.scheduler)
     with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-", dir=_scratch_root(session)) as tmp:
         scratch = Path(tmp)
         reference = scratch / "reference" / REFERENCE_FILE
@@ -472,8 +494,8 @@ def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
             shutil.copyfile(path, target / path.name, follow_symlinks=False)
     if not (target / CANDIDATE_FILE).exists():
         (target / CANDIDATE_FILE).write_text("raise ImportError('the workspace has no model_new.py')\n")
-    assert build.extension_path is not None
-    shutil.copy(build.extension_path, target / f"{EXTENSION_NAME}.so")
+    if build.extension_path is not None:  # None: a pure-PyTorch candidate on the CPU (_python_only)
+        shutil.copy(build.extension_path, target / f"{EXTENSION_NAME}.so")
 
 
 def needs_health_check(report: JudgeReport) -> bool:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuda_agent_mcp.errors import GpuUnavailable
 from cuda_agent_mcp.evaluator.timing import PEAK_BANDWIDTH_BYTES_PER_S
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 
@@ -66,3 +69,27 @@ def visible_gpu_scheduler() -> GpuScheduler | None:
     best-of-N run shares between its sessions, so timed work never overlaps on a GPU."""
     gpus = [g.index for g in gpu_specs().gpus]
     return GpuScheduler(gpus) if gpus else None
+
+
+# The NVIDIA driver's control node (Linux), or the GPU paravirtualisation device of WSL 2.
+DRIVER_NODES = (Path("/dev/nvidiactl"), Path("/dev/dxg"))
+
+
+def gpu_absence() -> str | None:
+    """Why this process cannot see a GPU, or None when it may (the judge finds out for sure). Cheap:
+    no torch, no CUDA context, no nvidia-smi; asked before every evaluation on device 'cuda'."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.split(",")[0].strip() in ("", "-1", "none", "NoDevFiles"):
+        return f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU"
+    if not any(node.exists() for node in DRIVER_NODES):
+        return "no NVIDIA driver: /dev/nvidiactl is missing"
+    return None
+
+
+def require_gpu(*devices: str, scheduler: GpuScheduler | None = None) -> None:
+    """Refuse device 'cuda' up front where no GPU is visible: one line that says what to do, instead of
+    a judge that starts, fails in torch's CUDA initialisation and reports its traceback. A session with
+    a scheduler has GPUs by construction (it leases one to each judge, whatever this process's
+    CUDA_VISIBLE_DEVICES says), so it is not asked."""
+    if scheduler is None and "cuda" in devices and (reason := gpu_absence()) is not None:
+        raise GpuUnavailable(reason)

@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.tasks import ProbeReport, Task, TaskCatalog, TaskSummary, probe_task
+from cuda_agent_mcp.tools.rules import TaskRules, skill_section, task_rules
 from cuda_agent_mcp.workspace import Workspace
 
 
@@ -32,6 +33,9 @@ class TaskDetails(_Model):
     vendor_libraries: tuple[str, ...] = Field(
         (), description="vendor libraries a candidate may call for this task (cublas, cudnn), by its policy"
     )
+    rules: TaskRules | None = Field(
+        default=None, description="what a candidate must satisfy: tolerance, precision, hidden sizes"
+    )
 
 
 class WorkspaceInfo(_Model):
@@ -53,15 +57,18 @@ async def show_task(catalog: TaskCatalog, task_id: str, *, inspect: bool = True)
     """One task with its code; with `inspect`, also run its entry points (in a child process, on meta)."""
     task = catalog.get(task_id)
     probe = await probe_task(task) if inspect else None
-    return TaskDetails(task=task, probe=probe, vendor_libraries=task.vendor_libraries)
+    return TaskDetails(
+        task=task, probe=probe, vendor_libraries=task.vendor_libraries, rules=task_rules(task, probe)
+    )
 
 
 async def new_workspace(
     catalog: TaskCatalog, task_id: str, directory: str | Path, *, overwrite: bool = False
 ) -> WorkspaceInfo:
-    """Check the task runs, then lay out its workspace."""
+    """Check the task runs, then lay out its workspace; its SKILL.md ends with this task's rules."""
     task = catalog.get(task_id)
-    await probe_task(task)
-    workspace = Workspace.create(task, directory, overwrite=overwrite)
+    probe = await probe_task(task)
+    guide = skill_section(task, task_rules(task, probe))
+    workspace = Workspace.create(task, directory, overwrite=overwrite, guide=guide)
     files = sorted(p.relative_to(workspace.root).as_posix() for p in workspace.root.rglob("*") if p.is_file())
     return WorkspaceInfo(task_id=task.id, path=str(workspace.root), files=files)

@@ -55,22 +55,29 @@ class Workspace:
     # -- creation -----------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, task: Task, directory: str | Path, *, overwrite: bool = False) -> Workspace:
-        """Lay out a fresh workspace for `task` in `directory` (which must be empty unless overwrite)."""
+    def create(
+        cls, task: Task, directory: str | Path, *, overwrite: bool = False, guide: str | None = None
+    ) -> Workspace:
+        """Lay out a fresh workspace for `task` in `directory` (which must be empty unless overwrite);
+        `guide` (this task's rules) is appended to SKILL.md."""
         root = Path(directory).resolve()
         if root.exists() and not root.is_dir():
             raise WorkspaceError(f"{root} exists and is not a directory")
         if root.exists() and any(root.iterdir()) and not overwrite:
-            raise WorkspaceError(f"{root} is not empty (pass overwrite to lay the workspace out anyway)")
+            raise WorkspaceError(
+                f"{root} is not empty: choose an empty directory, or lay the workspace out over it with "
+                "--overwrite (overwrite=true through the tools)"
+            )
         (root / KERNELS_DIR).mkdir(parents=True, exist_ok=True)
         _write_readonly(root / REFERENCE_FILE, task.code)
         for name in HARNESS_FILES:
             _write_readonly(root / name, harness_text(name))
-        (root / "SKILL.md").write_text(harness_text("SKILL.md"))
+        (root / "SKILL.md").write_text(harness_text("SKILL.md") + (f"\n{guide}" if guide else ""))
         candidate = root / CANDIDATE_FILE
         if not candidate.exists():
             signature = model_init_signature(check_reference_source(task.code, task.id))
-            candidate.write_text(harness_text("model_new.py.template").replace("{signature}", signature))
+            parameters = f"self, {signature}" if signature else "self"
+            candidate.write_text(harness_text("model_new.py.template").replace("{parameters}", parameters))
         meta = {"task_id": task.id, "content_hash": task.content_hash, "source": task.source.model_dump()}
         (root / META_DIR).mkdir(exist_ok=True)
         (root / META_DIR / "workspace.json").write_text(json.dumps(meta, indent=2) + "\n")

@@ -150,7 +150,8 @@ def test_the_static_audit_refuses_pytorch_compute_before_anything_runs(session: 
 
 def test_a_sound_task_fails_every_null_candidate(session: Session) -> None:
     result = anyio.run(lambda: audit_task(session, TaskAuditRequest(device="cpu", trials=2)))
-    assert not result.weak
+    assert not result.weak and result.verdict == "sound"
+    assert {c.outcome for c in result.null_candidates} == {"failed"}
     assert {c.name for c in result.null_candidates} == {
         "zeros",
         "ones",
