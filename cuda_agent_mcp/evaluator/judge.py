@@ -47,7 +47,13 @@ from cuda_agent_mcp.evaluator.protocol import (
 )
 from cuda_agent_mcp.evaluator.refs import CudaIpcPayload, TensorRef, release_shm
 from cuda_agent_mcp.evaluator.sanitize import SanitizerTarget, start_target
-from cuda_agent_mcp.evaluator.sizes import SizePlan, grown_inputs, hidden_size_plan, smallest_inputs
+from cuda_agent_mcp.evaluator.sizes import (
+    SizePlan,
+    grown_inputs,
+    hidden_size_plan,
+    meta_output_bytes,
+    smallest_inputs,
+)
 from cuda_agent_mcp.evaluator.staging import InputStage, Staged, judge_share, private_copies
 from cuda_agent_mcp.evaluator.timing import (
     HarnessCost,
@@ -158,6 +164,15 @@ class Judge:
     # -- inputs and reference ------------------------------------------------------------------
 
     @cached_property
+    def max_file_bytes(self) -> int:
+        """The workers' file-size limit: 64 MiB (it caps their logs), or on the CPU, where outputs travel
+        as shared-memory files, four times the reference's outputs (the hidden sizes are a little larger)."""
+        floor = 64 << 20
+        if self.device.type == "cuda":
+            return floor
+        return max(floor, 4 * meta_output_bytes(self.reference) + (1 << 20))
+
+    @cached_property
     def size_plan(self) -> SizePlan:
         """How the hidden-size trial grows this task's inputs (evaluator/sizes.py); worked out on first
         use, so profile and baseline jobs never pay for it."""
@@ -258,6 +273,7 @@ class Judge:
             compile_model=compile_model,
             device=self.job.device,
             confine_filesystem=confine,
+            max_file_bytes=self.max_file_bytes,
         )
         try:
             with self.clock.phase("worker_load"):

@@ -51,6 +51,12 @@ class LoadRequest(_Message):
     confine_filesystem: bool = Field(
         False, description="before importing, restrict the worker's files to its view (candidate loads)"
     )
+    max_file_bytes: int = Field(
+        default=64 << 20,
+        ge=1 << 20,
+        description="the worker's file-size limit from now on (its log; on the CPU also its output files, "
+        "so the judge fits it to the task's outputs)",
+    )
 
 
 InputSet = list[TensorRef | None]

@@ -216,3 +216,22 @@ def _runs_on_meta(reference: ModuleType, sizes: dict[str, Size], inputs: list[An
     except Exception:
         return False
     return True
+
+
+def meta_output_bytes(reference: ModuleType) -> int:
+    """The bytes of one reference call's outputs, from the meta device; 0 when it cannot run there."""
+    try:
+        with torch.device("meta"):
+            model = reference.Model(*reference.get_init_inputs())
+            with torch.no_grad():
+                output = model(*reference.get_inputs())
+    except Exception:
+        return 0
+    outputs = (
+        [output]
+        if isinstance(output, torch.Tensor)
+        else list(output)
+        if isinstance(output, tuple | list)
+        else []
+    )
+    return sum(t.numel() * t.element_size() for t in outputs if isinstance(t, torch.Tensor))

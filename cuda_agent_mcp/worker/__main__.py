@@ -85,8 +85,12 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 def limit_resources() -> None:
-    """Hard limits, set before any candidate code exists in this process (it cannot raise them again)."""
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    """Limits set before any candidate code exists in this process. The file-size limit is final only at
+    load (`Runner.load`, from `LoadRequest.max_file_bytes`, before the candidate is imported): a CPU
+    worker's outputs are shared-memory files, which the limit caps too, so the judge fits it to the
+    task's outputs; until then it is MAX_FILE_BYTES."""
+    _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, hard))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # A write past the limit fails with EFBIG (an exception the judge reports) instead of a silent SIGXFSZ.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import importlib
 import pickle
+import resource
 import sys
 import time
 from pathlib import Path
@@ -83,6 +84,8 @@ class Runner:
 
     def load(self, request: LoadRequest) -> Loaded:
         self.device = torch.device(request.device)
+        # Final before the candidate exists here: soft and hard alike, so it cannot be raised again.
+        resource.setrlimit(resource.RLIMIT_FSIZE, (request.max_file_bytes, request.max_file_bytes))
         # Baselines run at the precision the judge computes references in (no TF32).
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
