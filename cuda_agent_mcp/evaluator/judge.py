@@ -54,7 +54,7 @@ from cuda_agent_mcp.evaluator.sizes import (
     meta_output_bytes,
     smallest_inputs,
 )
-from cuda_agent_mcp.evaluator.staging import InputStage, Staged, judge_share, private_copies
+from cuda_agent_mcp.evaluator.staging import InputStage, Staged, give_back, judge_share, private_copies
 from cuda_agent_mcp.evaluator.timing import (
     HarnessCost,
     clock_problem,
@@ -160,6 +160,7 @@ class Judge:
         self._harness: dict[Worker, HarnessCost] = {}
         self._calls = 0
         self.sanitizer: SanitizerReport | None = None
+        self._weight_pools: list[Any] = []
 
     # -- inputs and reference ------------------------------------------------------------------
 
@@ -281,7 +282,8 @@ class Judge:
         finally:
             for ref in state.values():
                 release_shm(ref)
-        worker.keep_alive = (copies, pool)  # the worker's weights stay mapped while it lives
+        worker.keep_alive = copies  # the worker's weights stay mapped while it lives
+        self._weight_pools.append(pool)  # given back in close(), after every worker is gone
         if not isinstance(reply, Loaded):
             raise VerdictReached(
                 Crashed(phase="load", kind="protocol", message=f"unexpected reply {reply.op}")
@@ -709,7 +711,11 @@ class Judge:
         return (per_call_s or self.job.timeouts.call_s) * max(1, min(calls, 4))
 
     def close(self) -> None:
+        """Give the job's memory pools back for later evaluations (its workers are closed by now)."""
         self.stage.close()
+        for pool in self._weight_pools:
+            give_back(pool)
+        self._weight_pools = []
 
 
 def _derived(seed: int, index: int) -> int:

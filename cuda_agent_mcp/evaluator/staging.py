@@ -128,18 +128,6 @@ class InputStage:
         )
         return ref, view
 
-    def _new_pool(self, slot_bytes: int, regions: int) -> _Pool:
-        pool = torch.cuda.MemPool()
-        with torch.cuda.use_mem_pool(pool):
-            buffer = torch.empty(
-                regions * slot_bytes + ALIGNMENT * SHIFTS, dtype=torch.uint8, device=self.device
-            )
-        order = list(range(SHIFTS))
-        secrets.SystemRandom().shuffle(order)
-        return _Pool(
-            slot_bytes=slot_bytes, regions=regions, buffer=buffer, pool=pool, ref=share(buffer), order=order
-        )
-
     def _release_cpu(self) -> None:
         for ref in self._cpu_refs:
             release_shm(ref)
@@ -213,14 +201,36 @@ def judge_share(tensor: torch.Tensor) -> TensorRef:
     return ref
 
 
-def private_copies(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], Any]:
-    """Copies of the reference's weights in a pool of their own: the worker gets these, never the
-    judge's own parameters (it could write them through the shared mapping, and with them the
-    reference outputs the judge compares against)."""
+def private_copies(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], _Pool | None]:
+    """Copies of the reference's weights in a pool of their own (one buffer, each weight at an aligned
+    offset): the worker gets these, never the judge's own parameters (it could write them through the
+    shared mapping, and with them the reference outputs the judge compares against). The pool comes from
+    and goes back to the kept pools (`give_back`), like the inputs' (see `_IDLE`)."""
     tensors = list(state.values())
     if not tensors or not tensors[0].is_cuda:
         return {k: v.detach().clone() for k, v in state.items()}, None
-    pool = torch.cuda.MemPool()
-    with torch.cuda.use_mem_pool(pool):
-        copies = {k: v.detach().clone() for k, v in state.items()}
+    layout = {k: _dense_strides(v) for k, v in state.items()}
+    sizes = {
+        k: _aligned(max(extent * v.element_size(), 1))
+        for (k, v), (_, extent) in zip(state.items(), layout.values(), strict=True)
+    }
+    pool = _take_pool(tensors[0].device, sum(sizes.values()), 1)
+    copies = {}
+    offset = ALIGNMENT * pool.order[0]
+    for name, value in state.items():
+        stride, extent = layout[name]
+        typed = pool.buffer[offset : offset + max(extent * value.element_size(), value.element_size())].view(
+            value.dtype
+        )
+        view = typed.as_strided(value.shape, stride)
+        view.copy_(value.detach())
+        copies[name] = view
+        offset += sizes[name]
     return copies, pool
+
+
+def give_back(pool: _Pool | None) -> None:
+    """Return a pool for later evaluations (once no worker maps it any more)."""
+    if pool is not None:
+        _IDLE.append(pool)
+        _trim_idle()
