@@ -1,0 +1,461 @@
+"""The view builder: run one command in fresh namespaces, inside a filesystem view, as an unprivileged uid.
+
+Started by `SandboxedExecutor` as `python -I -S view.py SPEC_JSON` (standard library only, its sibling
+`landlock.py` the one import), so it costs an interpreter start and no package import. Two modes:
+
+`namespaces` (root, or any user where user namespaces are allowed):
+    unshare(user?, mount, pid, net, ipc, uts), fork; the child is PID 1 of the new PID namespace and
+    builds a new root on a tmpfs: the system directories, the declared read-only paths and the working
+    directory (read-write, or an overlay whose upper layer is a tmpfs of the session's remaining quota),
+    the protected files bound read-only over their own names, a fresh /proc, a minimal /dev, private /tmp
+    and /dev/shm; pivot_root into it, the old root detached. Then it forks the command, which joins the
+    pids cgroup, drops to the run's uid (when we are real root), enters a Landlock domain, sets its
+    rlimits and execs. When the command ends (or at the deadline) PID 1 kills everything left in the
+    namespace, merges the overlay's upper layer into the workspace and reports on the status descriptor.
+`landlock` (no namespaces can be made): the same command, Landlock-confined to the same paths, its own
+    process group, the quota watched by polling.
+
+The status (one JSON line on the descriptor `status_fd`) says whether the deadline or a quota was hit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import json
+import os
+import resource
+import signal
+import stat
+import sys
+import time
+import warnings  # noqa: F401  # os.execvpe imports it, after the pivot no module can be found
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's directory out
+import landlock  # type: ignore[import-not-found]  # the sibling file: this runs as a script
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND = 32, 1024, 2048, 4096
+MS_REC, MS_PRIVATE, MS_RELATIME, MS_STRICTATIME = 16384, 1 << 18, 1 << 21, 1 << 24
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+SYS_PIVOT_ROOT = 155  # x86_64; aarch64 is 41
+if os.uname().machine == "aarch64":
+    SYS_PIVOT_ROOT = 41
+# What statvfs reports of a mount that a bind of it must keep (a user namespace may not drop them).
+_LOCKED = (
+    (os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+    (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME), (os.ST_RELATIME, MS_RELATIME),
+)  # fmt: skip
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+EXIT_SETUP = 125  # the view could not be built: a message on stderr says why
+
+
+class SetupError(Exception):
+    pass
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise SetupError(f"{what}: {os.strerror(code)}")
+
+
+def _bytes(text: str | None) -> bytes | None:
+    return text.encode() if text is not None else None
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(
+        _libc.mount(_bytes(source), target.encode(), _bytes(fstype), flags, _bytes(data)), f"mount {target}"
+    )
+
+
+def bind(source: str, target: str, *, writable: bool = False, device: bool = False) -> None:
+    """Bind `source` at `target` (created like it), read-only unless `writable`, keeping its locked flags;
+    device nodes keep working only on a mount without nodev."""
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.path.exists(target):
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o644))
+    mount(source, target, None, MS_BIND)
+    flags = MS_REMOUNT | MS_BIND | MS_NOSUID | (0 if device else MS_NODEV) | (0 if writable else MS_RDONLY)
+    vfs = os.statvfs(source)
+    for st_flag, ms_flag in _LOCKED:
+        if vfs.f_flag & st_flag:
+            flags |= ms_flag
+    mount(None, target, None, flags)
+
+
+def write_file(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+# -- namespaces mode ------------------------------------------------------------------------------
+
+
+def enter_namespaces(as_root: bool) -> None:
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    _check(_libc.unshare(flags | (0 if as_root else CLONE_NEWUSER)), "unshare")
+    if not as_root:  # be root in a user namespace of our own: mounts become possible, nothing else
+        write_file("/proc/self/setgroups", "deny")
+        write_file("/proc/self/uid_map", f"0 {uid} 1")
+        write_file("/proc/self/gid_map", f"0 {gid} 1")
+
+
+def build_root(spec: dict, root: str) -> tuple[int | None, int]:
+    """The new root under `root`; returns (fd of the overlay's upper directory or None, fd of the real
+    working directory). Runs as (namespace) root, before the pivot."""
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    cwd = spec["cwd"]
+    real_cwd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=0755")
+    for name in spec["system"]:
+        if os.path.islink(name):
+            os.symlink(os.readlink(name), root + name)
+        elif os.path.isdir(name):
+            bind(name, root + name)
+    os.makedirs(root + "/etc", exist_ok=True)
+    for entry in spec["etc"]:
+        if os.path.exists("/etc/" + entry):
+            bind("/etc/" + entry, f"{root}/etc/{entry}")
+    os.makedirs(root + "/proc")
+    mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.makedirs(root + "/dev")
+    mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
+    for device in DEVICES:
+        if os.path.exists("/dev/" + device):
+            bind("/dev/" + device, f"{root}/dev/{device}", writable=True, device=True)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
+        os.symlink(target, f"{root}/dev/{name}")
+    os.makedirs(root + "/dev/shm")
+    mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['tmp_bytes']},mode=1777")
+    os.makedirs(root + "/tmp", exist_ok=True)
+    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['tmp_bytes']},mode=1777")
+    # After /tmp's tmpfs, so declared paths under /tmp (a virtual environment, a cache) show through it;
+    # shortest first, so a path inside one already bound is left to it.
+    for path in spec["readable"]:
+        if os.path.exists(path) and not os.path.exists(root + path):
+            bind(path, root + path)
+    upper = mount_workdir(spec, root, cwd)
+    for path in spec["protected"]:
+        if os.path.isfile(path) and not os.path.islink(path):
+            bind(path, root + path)
+    # Nothing may be created beside the mounts: the root tmpfs becomes read-only.
+    mount(None, root, None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_RDONLY)
+    return upper, real_cwd
+
+
+def mount_workdir(spec: dict, root: str, cwd: str) -> int | None:
+    """The working directory at its own path: a read-write bind, or (with a quota) an overlay whose writes
+    land in a tmpfs sized to what the quota has left, so a write past it fails with ENOSPC."""
+    quota = spec.get("quota")
+    if not quota:
+        bind(cwd, root + cwd, writable=True)
+        return None
+    scratch = root + "/.quota"
+    os.makedirs(scratch)
+    options = f"size={max(quota['bytes'], 4096)},nr_inodes={max(quota['files'], 16)},mode=0755"
+    mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    os.makedirs(scratch + "/upper")
+    os.makedirs(scratch + "/work")
+    if spec.get("uid") is not None:
+        os.chown(scratch + "/upper", spec["uid"], spec["gid"])
+    os.makedirs(root + cwd, exist_ok=True)
+    overlay = f"lowerdir={cwd},upperdir={scratch}/upper,workdir={scratch}/work"
+    if spec.get("userns"):
+        overlay += ",userxattr"  # trusted.* xattrs need real root; a user namespace uses user.*
+    mount("overlay", root + cwd, "overlay", MS_NOSUID | MS_NODEV, overlay)
+    upper = os.open(scratch + "/upper", os.O_RDONLY | os.O_DIRECTORY)
+    _check(_libc.umount2(scratch.encode(), MNT_DETACH), "umount quota scratch")  # hidden, kept by the fd
+    return upper
+
+
+def pivot(root: str) -> None:
+    os.chdir(root)
+    _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", MNT_DETACH), "detach the old root")
+    os.chdir("/")
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+def become_command(spec: dict) -> None:
+    """In the forked child: the run's uid, Landlock, rlimits, then exec (never returns)."""
+    try:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if spec["mode"] == "landlock":
+            os.setpgid(0, 0)  # its own group: without a PID namespace, that is how it is killed
+        uid = spec.get("uid")
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(spec["gid"], spec["gid"], spec["gid"])
+            os.setresuid(uid, uid, uid)
+        os.chdir(spec["cwd"])
+        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        writable = [spec["cwd"], "/tmp", "/dev/shm", *("/dev/" + d for d in DEVICES)]
+        if spec["mode"] == "landlock":
+            writable += spec["scratch"]
+        readable = [*spec["system"], *spec["readable"], "/proc", "/dev"]
+        # In a view /etc holds only those entries already; without one, name them.
+        readable += ["/etc/" + entry for entry in spec["etc"]] if spec["mode"] == "landlock" else ["/etc"]
+        if not landlock.restrict(readable=readable, writable=writable) and spec["mode"] == "landlock":
+            raise SetupError("Landlock is not available")
+        for name, value in spec["rlimits"].items():
+            limit = getattr(resource, "RLIMIT_" + name.upper())
+            resource.setrlimit(limit, (value, value))
+        argv = spec["argv"]
+        os.execvpe(argv[0], argv, os.environ)
+    except FileNotFoundError:
+        sys.stderr.write(f"{spec['argv'][0]}: command not found\n")
+        os._exit(127)
+    except PermissionError as exc:
+        sys.stderr.write(f"{spec['argv'][0]}: {exc.strerror}\n")
+        os._exit(126)
+    except (OSError, SetupError) as exc:
+        sys.stderr.write(f"sandbox: {exc}\n")
+        os._exit(EXIT_SETUP)
+
+
+def wait_for(child: int, spec: dict, *, reap_all: bool) -> tuple[int, bool, str | None]:
+    """Wait for the command (polling, so the deadline and the quota watch need no threads); as PID 1
+    also reap every orphan. Returns (wait status, deadline hit, quota hit)."""
+    deadline = time.monotonic() + spec["deadline_s"]
+    watch = spec.get("watch")
+    next_watch = 0.0
+    while True:
+        pid, status = os.waitpid(-1 if reap_all else child, os.WNOHANG)
+        if pid == child:
+            return status, False, None
+        if pid:
+            continue
+        now = time.monotonic()
+        if now >= deadline:
+            return kill_command(child, reap_all), True, None
+        if watch and now >= next_watch:
+            next_watch = now + 0.1
+            if (over := over_quota(spec["cwd"], watch)) is not None:
+                return kill_command(child, reap_all), False, over
+        time.sleep(0.005)
+
+
+def kill_command(child: int, everything: bool) -> int:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL) if everything else os.killpg(child, signal.SIGKILL)
+    _, status = os.waitpid(child, 0)
+    return status
+
+
+def over_quota(top: str, watch: dict) -> str | None:
+    """Which quota the directory exceeds now (the polling fallback where no overlay can be mounted)."""
+    files = size = 0
+    for parent, dirs, names in os.walk(top):
+        for name in names:
+            files += 1
+            with contextlib.suppress(OSError):
+                size += os.lstat(os.path.join(parent, name)).st_blocks * 512
+        files += len(dirs)
+    if size > watch["bytes"]:
+        return "bytes"
+    return "files" if files > watch["files"] else None
+
+
+def reap_rest() -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+# -- the overlay's writes, back into the workspace --------------------------------------------------
+
+
+def merge(upper: int, lower: int, spec: dict) -> None:
+    """Apply the upper layer to the real working directory, never following a link: every name is one
+    component opened relative to its parent's descriptor with O_NOFOLLOW."""
+    opaque_keys = (b"trusted.overlay.opaque", b"user.overlay.opaque")
+    for name in os.listdir(upper):
+        info = os.stat(name, dir_fd=upper, follow_symlinks=False)
+        if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0:  # a whiteout: the name was deleted
+            remove(lower, name)
+        elif stat.S_ISDIR(info.st_mode):
+            source = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=upper)
+            try:
+                opaque = any(_getxattr(source, key) == b"y" for key in opaque_keys)
+                if opaque or not _is_dir(lower, name):
+                    remove(lower, name)
+                    os.mkdir(name, info.st_mode & 0o7777 & ~0o6000, dir_fd=lower)
+                target = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=lower)
+                try:
+                    os.chmod(target, info.st_mode & 0o777)
+                    os.chown(target, info.st_uid, info.st_gid)
+                    merge(source, target, spec)
+                finally:
+                    os.close(target)
+            finally:
+                os.close(source)
+        elif stat.S_ISREG(info.st_mode):
+            copy_file(upper, lower, name, info)
+        elif stat.S_ISLNK(info.st_mode):
+            remove(lower, name)
+            os.symlink(os.readlink(name, dir_fd=upper), name, dir_fd=lower)
+            os.chown(name, info.st_uid, info.st_gid, dir_fd=lower, follow_symlinks=False)
+        # fifos, sockets and devices made by the command are dropped
+
+
+def _getxattr(fd: int, key: bytes) -> bytes | None:
+    try:
+        return os.getxattr(fd, key)
+    except OSError:
+        return None
+
+
+def _is_dir(parent: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def copy_file(upper: int, lower: int, name: str, info: os.stat_result) -> None:
+    temporary = f".{name}.merge-{os.getpid()}"[-255:]
+    source = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=upper)
+    try:
+        target = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=lower)
+        try:
+            while chunk := os.read(source, 1 << 20):
+                os.write(target, chunk)
+            os.fchown(target, info.st_uid, info.st_gid)
+            os.fchmod(target, info.st_mode & 0o777)
+        finally:
+            os.close(target)
+    finally:
+        os.close(source)
+    if _is_dir(lower, name):
+        remove(lower, name)
+    os.rename(temporary, name, src_dir_fd=lower, dst_dir_fd=lower)
+
+
+def remove(parent: int, name: str) -> None:
+    """Delete `name` under `parent` (a whole tree for a directory), never following links."""
+    try:
+        info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        os.unlink(name, dir_fd=parent)
+        return
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    try:
+        for child in os.listdir(fd):
+            remove(fd, child)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)
+
+
+def quota_hit(upper: int) -> str | None:
+    vfs = os.fstatvfs(upper)
+    if vfs.f_bavail == 0:
+        return "bytes"
+    return "files" if vfs.f_favail == 0 else None
+
+
+# -- entry ------------------------------------------------------------------------------------------
+
+
+_status_fd = -1
+
+
+def report(**status: object) -> None:
+    with contextlib.suppress(OSError):
+        os.write(_status_fd, (json.dumps(status) + "\n").encode())
+
+
+def exit_like(status: int) -> None:
+    """End this process the way the command ended (its exit code, or its signal)."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def join_cgroup(spec: dict) -> None:
+    if spec.get("cgroup"):
+        write_file(spec["cgroup"] + "/cgroup.procs", "0")
+
+
+def run_in_namespaces(spec: dict) -> None:
+    as_root = os.geteuid() == 0
+    enter_namespaces(as_root)
+    if (outer_child := os.fork()) != 0:  # outside: wait, then end as PID 1 ended
+        _, status = os.waitpid(outer_child, 0)
+        exit_like(status)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    join_cgroup(spec)
+    upper, real_cwd = build_root(spec, spec["mountpoint"])
+    pivot(spec["mountpoint"])
+    child = os.fork()
+    if child == 0:
+        become_command(spec)
+    status, timed_out, over = wait_for(child, spec, reap_all=True)
+    reap_rest()
+    if upper is not None:
+        over = quota_hit(upper)
+        try:
+            merge(upper, real_cwd, spec)
+        except OSError as exc:
+            report(timed_out=timed_out, quota=over, merge_error=str(exc))
+            exit_like(status)
+    report(timed_out=timed_out, quota=over)
+    exit_like(status)
+
+
+def run_landlocked(spec: dict) -> None:
+    join_cgroup(spec)
+    child = os.fork()
+    if child == 0:
+        become_command(spec)
+    status, timed_out, over = wait_for(child, spec, reap_all=False)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child, signal.SIGKILL)
+    report(timed_out=timed_out, quota=over)
+    exit_like(status)
+
+
+def main() -> None:
+    global _status_fd
+    spec = json.loads(sys.argv[1])
+    try:
+        if spec["status_path"]:
+            _status_fd = os.open(spec["status_path"], os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        (run_in_namespaces if spec["mode"] == "namespaces" else run_landlocked)(spec)
+    except (OSError, SetupError) as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.EPERM:
+            exc = SetupError(f"{exc.strerror} ({exc.filename or 'setup'})")
+        sys.stderr.write(f"sandbox: the view could not be built: {exc}\n")
+        os._exit(EXIT_SETUP)
+
+
+if __name__ == "__main__":
+    main()
