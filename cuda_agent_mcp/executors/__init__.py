@@ -19,7 +19,7 @@ from cuda_agent_mcp.executors.sandboxed import (
 EXECUTOR_ENV = "CUDA_AGENT_EXECUTOR"
 
 
-def default_executor() -> Executor:
+def default_executor(policy: SandboxPolicy | None = None) -> Executor:
     """The executor named by $CUDA_AGENT_EXECUTOR: `sandbox` (default: a filesystem view, another uid),
     `docker` (image from $CUDA_AGENT_DOCKER_IMAGE, default cuda-agent-sandbox:latest) or `local` (no
     isolation: only with $CUDA_AGENT_ALLOW_REDUCED_ISOLATION=1, for single-user local use)."""
@@ -32,16 +32,16 @@ def default_executor() -> Executor:
             )
         return LocalExecutor()
     if name == "sandbox":
-        return SandboxedExecutor()
+        return SandboxedExecutor(policy)
     if name == "docker":
         return DockerExecutor()
     raise UsageError(f"${EXECUTOR_ENV} must be 'local', 'sandbox' or 'docker', not {name!r}")
 
 
-def isolating_executor(executor: Executor) -> Executor:
+def isolating_executor(executor: Executor, policy: SandboxPolicy | None = None) -> Executor:
     """For commands that always need isolation (an agent's own scripts): the given executor when it
-    isolates, else the sandboxed process executor."""
-    return executor if isinstance(executor, DockerExecutor | SandboxedExecutor) else SandboxedExecutor()
+    isolates, else the sandboxed process executor (which refuses where it cannot build a view)."""
+    return executor if isinstance(executor, DockerExecutor | SandboxedExecutor) else SandboxedExecutor(policy)
 
 
 __all__ = [

@@ -87,6 +87,14 @@ class PidsCgroup:
     def pids(self) -> list[int]:
         return [int(line) for line in _read(self.path / "cgroup.procs").split()]
 
+    def forks_refused(self) -> int:
+        """How often a fork failed because the cap was reached (`pids.events`, v1 and v2)."""
+        for line in _read(self.path / "pids.events").splitlines():
+            name, _, count = line.partition(" ")
+            if name == "max" and count.strip().isdigit():
+                return int(count)
+        return 0
+
     def kill_all(self, *, timeout_s: float = 10.0) -> None:
         """SIGKILL every member until none is left (members forking meanwhile are caught next round)."""
         deadline = time.monotonic() + timeout_s

@@ -73,6 +73,9 @@ class SandboxPolicy(BaseModel):
     )
     max_processes: int = Field(default=256, gt=8, description="processes and threads at once (pids cgroup)")
     tmp_bytes: int = Field(default=1024**3, gt=0, description="size of the private /tmp and /dev/shm")
+    max_cpu_seconds: float | None = Field(
+        default=None, gt=0, description="CPU seconds per process; None: the wall-clock limit + the margin"
+    )
 
 
 class WorkspaceQuota(BaseModel):
@@ -92,6 +95,7 @@ class QuotaOutcome(BaseModel):
     timed_out: bool = False
     quota: Literal["bytes", "files"] | None = None
     merge_error: str | None = None
+    forks_refused: int = Field(default=0, description="forks that failed at the process cap")
 
 
 # The system directories every view shows read-only (symlinks, as on merged-/usr systems, stay symlinks),
@@ -292,14 +296,18 @@ class SandboxedExecutor:
 
     def _rlimits(self, limits: ProcessLimits) -> dict[str, int]:
         rlimits = {
-            "cpu": math.ceil(limits.timeout_s + self.policy.cpu_seconds_margin),
+            "cpu": math.ceil(min(limits.timeout_s + self.policy.cpu_seconds_margin, self._cpu_cap())),
             "fsize": self.policy.max_file_bytes,
             "nofile": self.policy.max_open_files,
             "core": 0,
         }
         if self.uid is not None:  # a uid of its own: its process count is this command's alone
-            rlimits["nproc"] = self.policy.max_processes
+            # A little above the cgroup's cap, which (where there is one) is reached first and counted.
+            rlimits["nproc"] = self.policy.max_processes + 16
         return rlimits
+
+    def _cpu_cap(self) -> float:
+        return self.policy.max_cpu_seconds if self.policy.max_cpu_seconds is not None else math.inf
 
     def wrap(
         self, argv: Sequence[str], limits: ProcessLimits, cwd: Path, readable: Sequence[Path] = ()
@@ -335,7 +343,7 @@ class SandboxedExecutor:
         quota: WorkspaceQuota | None = None,
     ) -> ProcessResult:
         """Run `argv` in `cwd`. `protected` files stay read-only in the view; `quota` bounds what the
-        command may add to `cwd` (QuotaOutcome in `self.last_outcome`... see `run_with_outcome`)."""
+        command may add to `cwd` (`run_with_outcome` also says whether it was reached)."""
         result, _ = await self.run_with_outcome(
             argv, cwd=cwd, limits=limits, env=env, readable=readable, protected=protected, quota=quota
         )
@@ -358,13 +366,25 @@ class SandboxedExecutor:
         cgroup = PidsCgroup.create(f"worker-run-{uuid.uuid4().hex[:12]}", max_pids=self.policy.max_processes)
         try:
             if self.backend in ("namespaces", "landlock"):
-                return await self._run_view(argv, cwd, limits, env, readable, protected, quota, cgroup)
-            command = self.wrap(argv, limits, cwd, readable)
-            if cgroup is not None:
-                # The shell joins the cgroup and becomes the command, so everything it starts is counted.
-                command = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup.path), *command]
-            result = await self._inner.run(command, cwd=cwd, limits=limits, env=env)
-            return result.model_copy(update={"argv": [str(a) for a in argv]}), QuotaOutcome()
+                result, outcome = await self._run_view(
+                    argv, cwd, limits, env, readable, protected, quota, cgroup
+                )
+            else:
+                command = self.wrap(argv, limits, cwd, readable)
+                if cgroup is not None:
+                    # The shell joins the cgroup and becomes the command, so everything it starts is counted.
+                    command = [
+                        "sh",
+                        "-c",
+                        'echo $$ > "$0/cgroup.procs" && exec "$@"',
+                        str(cgroup.path),
+                        *command,
+                    ]
+                result = await self._inner.run(command, cwd=cwd, limits=limits, env=env)
+                result, outcome = result.model_copy(update={"argv": [str(a) for a in argv]}), QuotaOutcome()
+            if cgroup is not None and (refused := cgroup.forks_refused()):
+                outcome = outcome.model_copy(update={"forks_refused": refused})
+            return result, outcome
         finally:
             if cgroup is not None:
                 await anyio.to_thread.run_sync(cgroup.remove)
@@ -420,15 +440,17 @@ def _both_names(path: Path) -> set[Path]:
     return names
 
 
-def lend_tree(root: Path, uid: int, protected: Sequence[Path] = ()) -> None:
-    """Give `root` and what is in it to `uid`, except the protected files (they stay ours and read-only
-    in the view). Links are changed, never followed; entries already its are skipped."""
+def lend_tree(root: Path, uid: int, protected: Sequence[Path] = (), gid: int | None = None) -> None:
+    """Give `root` and what is in it to `uid` (and `gid`, by default the same number), except the
+    protected files (they stay ours and read-only in the view). Links are changed, never followed;
+    entries already its are skipped."""
     keep = {Path(p) for p in protected}
+    group = uid if gid is None else gid
 
     def give(path: str, info: os.stat_result) -> None:
-        if info.st_uid != uid and Path(path) not in keep:
+        if (info.st_uid, info.st_gid) != (uid, group) and Path(path) not in keep:
             with contextlib.suppress(FileNotFoundError):
-                os.chown(path, uid, uid, follow_symlinks=False)
+                os.chown(path, uid, group, follow_symlinks=False)
 
     give(str(root), root.lstat())
     for parent, dirs, files in os.walk(root):

@@ -212,9 +212,16 @@ def become_command(spec: dict) -> None:
         writable = [spec["cwd"], "/tmp", "/dev/shm", *("/dev/" + d for d in DEVICES)]
         if spec["mode"] == "landlock":
             writable += spec["scratch"]
-        readable = [*spec["system"], *spec["readable"], "/proc", "/dev"]
-        # In a view /etc holds only those entries already; without one, name them.
-        readable += ["/etc/" + entry for entry in spec["etc"]] if spec["mode"] == "landlock" else ["/etc"]
+        if spec["mode"] == "landlock":  # no view: name what may be read
+            readable = [
+                *spec["system"],
+                *spec["readable"],
+                "/proc",
+                "/dev",
+                *("/etc/" + e for e in spec["etc"]),
+            ]
+        else:  # the view holds only what may be read; Landlock keeps writes, signals and ptrace in
+            readable = ["/"]
         if not landlock.restrict(readable=readable, writable=writable) and spec["mode"] == "landlock":
             raise SetupError("Landlock is not available")
         for name, value in spec["rlimits"].items():
