@@ -360,13 +360,21 @@ def _say_isolation() -> bool:
     from cuda_agent_mcp.executors.sandboxed import refusal, view_backend
 
     if view_backend() is None and not reduced_isolation_allowed():
-        err.print(f"[red]error:[/] {escape(str(refusal()))}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(refusal()))}", highlight=False, soft_wrap=True)
         return False
     layers = ", ".join(isolation_report())
     if "reduced-isolation" in layers:
-        err.print(f"[yellow]warning:[/] REDUCED ISOLATION (opted in): agent commands run with only {layers}")
+        err.print(
+            f"[yellow]warning:[/] REDUCED ISOLATION (opted in): agent commands run with only {layers}",
+            highlight=False,
+            soft_wrap=True,
+        )
     else:
-        err.print(f"cuda-agent serve: agent commands and builds run isolated: {layers}", highlight=False)
+        err.print(
+            f"cuda-agent serve: agent commands and builds run isolated: {layers}",
+            highlight=False,
+            soft_wrap=True,
+        )
     return True
 
 

@@ -57,7 +57,9 @@ def workspace_usage(root: Path) -> tuple[int, int]:
 def remaining(root: Path, quotas: SessionQuotas) -> WorkspaceQuota:
     """What a command may still add to the workspace (never negative: it may always delete)."""
     size, count = workspace_usage(root)
-    return WorkspaceQuota(bytes=max(0, quotas.workspace_bytes - size), files=max(0, quotas.files - count))
+    return WorkspaceQuota(
+        bytes=max(0, quotas.workspace_bytes - size), files=max(0, quotas.files - count), present=count
+    )
 
 
 class CallRate:

@@ -85,6 +85,7 @@ class WorkspaceQuota(BaseModel):
 
     bytes: int = Field(ge=0, description="bytes it may still write")
     files: int = Field(ge=0, description="files and directories it may still create")
+    present: int = Field(default=0, ge=0, description="files and directories there are (it may delete them)")
 
 
 class QuotaOutcome(BaseModel):

@@ -170,7 +170,9 @@ def mount_workdir(spec: dict, root: str, cwd: str) -> int | None:
         return None
     scratch = root + "/.quota"
     os.makedirs(scratch)
-    options = f"size={max(quota['bytes'], 4096)},nr_inodes={max(quota['files'], 16)},mode=0755"
+    # Inodes for every new name the quota allows and a whiteout for every name there is (deleting must
+    # always be possible); new names past the quota are not kept by the merge.
+    options = f"size={max(quota['bytes'], 4096)},nr_inodes={quota['files'] + quota['present'] + 16},mode=0755"
     mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, options)
     os.makedirs(scratch + "/upper")
     os.makedirs(scratch + "/work")
@@ -226,7 +228,8 @@ def become_command(spec: dict) -> None:
             raise SetupError("Landlock is not available")
         for name, value in spec["rlimits"].items():
             limit = getattr(resource, "RLIMIT_" + name.upper())
-            resource.setrlimit(limit, (value, value))
+            # CPU: SIGXCPU at the limit (reported as such), SIGKILL a second later if it is ignored.
+            resource.setrlimit(limit, (value, value + 1) if name == "cpu" else (value, value))
         argv = spec["argv"]
         os.execvpe(argv[0], argv, os.environ)
     except FileNotFoundError:
@@ -296,37 +299,72 @@ def reap_rest() -> None:
 # -- the overlay's writes, back into the workspace --------------------------------------------------
 
 
-def merge(upper: int, lower: int, spec: dict) -> None:
+class Budget:
+    """New names the workspace may still take (files and directories); what did not fit is counted."""
+
+    def __init__(self, files: int) -> None:
+        self.files = files
+        self.dropped = 0
+
+    def take(self) -> bool:
+        if self.files <= 0:
+            self.dropped += 1
+            return False
+        self.files -= 1
+        return True
+
+
+def merge(upper: int, lower: int, budget: Budget) -> None:
     """Apply the upper layer to the real working directory, never following a link: every name is one
-    component opened relative to its parent's descriptor with O_NOFOLLOW."""
+    component opened relative to its parent's descriptor with O_NOFOLLOW. Deletions first (they give
+    back room); a new name past the budget is not kept."""
     opaque_keys = (b"trusted.overlay.opaque", b"user.overlay.opaque")
-    for name in os.listdir(upper):
-        info = os.stat(name, dir_fd=upper, follow_symlinks=False)
-        if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0:  # a whiteout: the name was deleted
-            remove(lower, name)
-        elif stat.S_ISDIR(info.st_mode):
+    entries = [(name, os.stat(name, dir_fd=upper, follow_symlinks=False)) for name in os.listdir(upper)]
+    whiteouts = [name for name, info in entries if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0]
+    for name in whiteouts:
+        budget.files += remove(lower, name)
+    for name, info in entries:
+        if name in whiteouts:
+            continue
+        existed = _exists(lower, name)
+        if stat.S_ISDIR(info.st_mode):
             source = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=upper)
             try:
                 opaque = any(_getxattr(source, key) == b"y" for key in opaque_keys)
                 if opaque or not _is_dir(lower, name):
-                    remove(lower, name)
-                    os.mkdir(name, info.st_mode & 0o7777 & ~0o6000, dir_fd=lower)
+                    removed = remove(lower, name)
+                    budget.files += removed
+                    if removed == 0 and not budget.take():
+                        continue
+                    os.mkdir(name, info.st_mode & 0o777, dir_fd=lower)
+                    budget.files -= 1 if removed else 0
                 target = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=lower)
                 try:
                     os.chmod(target, info.st_mode & 0o777)
                     os.chown(target, info.st_uid, info.st_gid)
-                    merge(source, target, spec)
+                    merge(source, target, budget)
                 finally:
                     os.close(target)
             finally:
                 os.close(source)
-        elif stat.S_ISREG(info.st_mode):
-            copy_file(upper, lower, name, info)
-        elif stat.S_ISLNK(info.st_mode):
-            remove(lower, name)
-            os.symlink(os.readlink(name, dir_fd=upper), name, dir_fd=lower)
-            os.chown(name, info.st_uid, info.st_gid, dir_fd=lower, follow_symlinks=False)
+        elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+            if not existed and not budget.take():
+                continue
+            if stat.S_ISREG(info.st_mode):
+                copy_file(upper, lower, name, info)
+            else:
+                budget.files += max(0, remove(lower, name) - 1)
+                os.symlink(os.readlink(name, dir_fd=upper), name, dir_fd=lower)
+                os.chown(name, info.st_uid, info.st_gid, dir_fd=lower, follow_symlinks=False)
         # fifos, sockets and devices made by the command are dropped
+
+
+def _exists(parent: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=parent, follow_symlinks=False)
+        return True
+    except FileNotFoundError:
+        return False
 
 
 def _getxattr(fd: int, key: bytes) -> bytes | None:
@@ -358,26 +396,29 @@ def copy_file(upper: int, lower: int, name: str, info: os.stat_result) -> None:
     finally:
         os.close(source)
     if _is_dir(lower, name):
-        remove(lower, name)
+        remove(lower, name)  # a directory replaced by a file (rare): its names are not given back
     os.rename(temporary, name, src_dir_fd=lower, dst_dir_fd=lower)
 
 
-def remove(parent: int, name: str) -> None:
-    """Delete `name` under `parent` (a whole tree for a directory), never following links."""
+def remove(parent: int, name: str) -> int:
+    """Delete `name` under `parent` (a whole tree for a directory), never following links; how many
+    names went."""
     try:
         info = os.stat(name, dir_fd=parent, follow_symlinks=False)
     except FileNotFoundError:
-        return
+        return 0
     if not stat.S_ISDIR(info.st_mode):
         os.unlink(name, dir_fd=parent)
-        return
+        return 1
     fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    removed = 1
     try:
         for child in os.listdir(fd):
-            remove(fd, child)
+            removed += remove(fd, child)
     finally:
         os.close(fd)
     os.rmdir(name, dir_fd=parent)
+    return removed
 
 
 def quota_hit(upper: int) -> str | None:
@@ -415,27 +456,38 @@ def join_cgroup(spec: dict) -> None:
 def run_in_namespaces(spec: dict) -> None:
     as_root = os.geteuid() == 0
     enter_namespaces(as_root)
-    if (outer_child := os.fork()) != 0:  # outside: wait, then end as PID 1 ended
-        _, status = os.waitpid(outer_child, 0)
-        exit_like(status)
+    # PID 1 of a namespace cannot end itself by a signal, so it hands the command's wait status out
+    # through a pipe and the process outside ends the way the command did.
+    status_read, status_write = os.pipe()
+    if (outer_child := os.fork()) != 0:
+        os.close(status_write)
+        os.waitpid(outer_child, 0)
+        handed = os.read(status_read, 32)
+        exit_like(int(handed) if handed.strip().isdigit() else EXIT_SETUP << 8)
+    os.close(status_read)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     join_cgroup(spec)
     upper, real_cwd = build_root(spec, spec["mountpoint"])
     pivot(spec["mountpoint"])
     child = os.fork()
     if child == 0:
+        os.close(status_write)
         become_command(spec)
     status, timed_out, over = wait_for(child, spec, reap_all=True)
     reap_rest()
+    merge_error = None
     if upper is not None:
         over = quota_hit(upper)
+        budget = Budget(spec["quota"]["files"])
         try:
-            merge(upper, real_cwd, spec)
+            merge(upper, real_cwd, budget)
         except OSError as exc:
-            report(timed_out=timed_out, quota=over, merge_error=str(exc))
-            exit_like(status)
-    report(timed_out=timed_out, quota=over)
-    exit_like(status)
+            merge_error = str(exc)
+        if budget.dropped:
+            over = "files"
+    report(timed_out=timed_out, quota=over, merge_error=merge_error)
+    os.write(status_write, str(status).encode())
+    os._exit(0)
 
 
 def run_landlocked(spec: dict) -> None:
