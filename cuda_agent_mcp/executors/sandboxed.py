@@ -272,7 +272,10 @@ class SandboxedExecutor:
     ) -> dict[str, object]:
         """What view.py is told: a plain JSON object (it runs without this package)."""
         overlay = quota is not None and self.backend == "namespaces"
-        readable_paths = sorted({str(p) for path in readable for p in _both_names(Path(path))}, key=len)
+        # The directories of PATH too: a command is looked up there, inside the view.
+        on_path = [Path(d) for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isabs(d)]
+        wanted = [*readable, *on_path]
+        readable_paths = sorted({str(p) for path in wanted for p in _both_names(Path(path))}, key=len)
         return {
             "mode": self.backend,
             "argv": [str(a) for a in argv],

@@ -76,7 +76,7 @@ class Server:
 
 def server_environment(tmp_path: Path, cache: Path, **extra: str) -> tuple[Path, Path, dict[str, str]]:
     home = tmp_path / "server-home"
-    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
     (home / ".ssh" / "id_ed25519").write_text(SSH_KEY + "\n")
     tokens = home / "tokens"
     tokens.write_text(f"alice {ALICE}\nbob {BOB}\n")
@@ -111,7 +111,7 @@ def start_http(server: Server, *extra_args: str) -> Server:
 
 def stop(server: Server) -> str:
     """Stop an HTTP server; what it printed on stderr."""
-    if server.process is None:
+    if server.process is None or server.process.returncode is not None:
         return ""
     server.process.terminate()
     try:
