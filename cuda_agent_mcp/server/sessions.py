@@ -165,6 +165,9 @@ class SessionRegistry:
         options: dict[str, object] = {"cache_dir": self.cache_dir} if self.cache_dir else {}
         options |= {"scheduler": self.scheduler, "quotas": self.quotas}
         session_id = uuid.uuid4().hex[:12]
+        if reference_source and client != LOCAL_CLIENT:
+            # Its reference runs in the judge: judges of its own, not those of other clients.
+            options["judge_tenant"] = f"client:{client}"
         if directory:
             session = Session.open(directory, id=session_id, **options)
         else:

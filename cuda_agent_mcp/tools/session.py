@@ -63,6 +63,9 @@ class Session:
     # Whether this session laid out its workspace (then its files are lent to the session's uid for good);
     # a directory opened in place gets its owner back after every command.
     workspace_owned: bool = False
+    # Set when the reference came from a client the server does not trust with other clients' work (an
+    # MCP client's own reference_source): its judges are its own, never shared with other clients'.
+    judge_tenant: str | None = None
     _builder: Builder | None = field(default=None, init=False, repr=False)
     _run_executor: Executor | None = field(default=None, init=False, repr=False)
     _seeds_drawn: int = field(default=0, init=False, repr=False)
@@ -124,7 +127,7 @@ class Session:
         2 s) overlaps the build instead of the next verify. True when a start began."""
         if self.scheduler is not None or not _HAS_GPU_DEVICE.exists():
             return False
-        return self.judges.prewarm(judge_env(None, self.worker_backend))
+        return self.judges.prewarm(judge_env(None, self.worker_backend, self.judge_tenant))
 
     @property
     def worker_backend(self) -> WorkerBackend:
@@ -155,10 +158,16 @@ class Session:
 _HAS_GPU_DEVICE = Path("/dev/nvidiactl")
 
 
-def judge_env(leased_gpu: int | None, workers: WorkerBackend = "fork") -> dict[str, str]:
+JUDGE_TENANT_ENV = "CUDA_AGENT_JUDGE_TENANT"
+
+
+def judge_env(
+    leased_gpu: int | None, workers: WorkerBackend = "fork", tenant: str | None = None
+) -> dict[str, str]:
     """The environment judge servers (and their workers) run with: scrubbed, plus the GPU selection
-    (the leased GPU, else the caller's own CUDA_VISIBLE_DEVICES) and where workers run (forked, or in
-    containers: then also the engine and image). Pool keys are built from it."""
+    (the leased GPU, else the caller's own CUDA_VISIBLE_DEVICES), where workers run (forked, or in
+    containers: then also the engine and image) and the tenant whose own references the judge imports
+    (so judges never mix clients' references). Pool keys are built from it."""
     if leased_gpu is not None:
         selection = {"CUDA_VISIBLE_DEVICES": str(leased_gpu)}
     else:
@@ -166,4 +175,5 @@ def judge_env(leased_gpu: int | None, workers: WorkerBackend = "fork") -> dict[s
     backend = {WORKERS_ENV: workers}
     if workers == "docker":
         backend |= {k: v for k in ("DOCKER_HOST", IMAGE_ENV) if (v := os.environ.get(k)) is not None}
-    return scrubbed_env({"PYTHONPATH": child_python_path(), **selection, **backend})
+    owner = {JUDGE_TENANT_ENV: tenant} if tenant else {}
+    return scrubbed_env({"PYTHONPATH": child_python_path(), **selection, **backend, **owner})
