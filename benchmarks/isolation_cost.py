@@ -47,9 +47,10 @@ async def run_figures(runs: int) -> dict[str, object]:
     from cuda_agent_mcp.executors.sandboxed import SandboxedExecutor, WorkspaceQuota, view_problems
     from cuda_agent_mcp.tasks import load_task_file
     from cuda_agent_mcp.tools import Session
-    from cuda_agent_mcp.tools.run import RunRequest, run_command, runtime_paths
+    from cuda_agent_mcp.tools.run import RunRequest, run_command
 
     work = Path(tempfile.mkdtemp(prefix="cuda-agent-isolation-bench-"))
+    work.chmod(0o755)  # bubblewrap (as another uid when root) must reach its working directory itself
     task = load_task_file(EXAMPLE / "model.py")
     figures: dict[str, object] = {"view_problems": dict(view_problems())}
 
@@ -75,7 +76,6 @@ async def run_figures(runs: int) -> dict[str, object]:
         row = figures[f"run_tool_{name}_ms"]
         row["added"] = round(row["isolated"] - row["reduced"], 2)  # type: ignore[index,operator]
 
-    readable = runtime_paths(os.environ.get("PYTHONPATH", ""))
     limits = ProcessLimits(timeout_s=60)
     backends: dict[str, dict[str, float]] = {}
     candidates: list[tuple[str, object, WorkspaceQuota | None]] = [("local", LocalExecutor(), None)]
@@ -95,7 +95,7 @@ async def run_figures(runs: int) -> dict[str, object]:
         times = []
         for _ in range(runs):
             options = {"quota": quota} if quota is not None else {}
-            result = await executor.run(["true"], cwd=directory, limits=limits, readable=readable, **options)  # type: ignore[attr-defined]
+            result = await executor.run(["true"], cwd=directory, limits=limits, **options)  # type: ignore[attr-defined]
             assert result.ok, result.output[-500:]
             times.append(result.wall_s)
         backends[name] = {"true_ms": _median_ms(times)}

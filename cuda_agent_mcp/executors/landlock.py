@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Iterable
+
+TYPE_CHECKING = False  # typing itself is slow to import, and the view's interpreter never needs it
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # x86_64 and aarch64 share these numbers
 _CREATE_RULESET_VERSION = 1

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
+import marshal
 import math
 import os
 import shutil
@@ -52,7 +52,7 @@ from cuda_agent_mcp.executors.uids import allocate_session_uid, release_session_
 REDUCED_ISOLATION_ENV = "CUDA_AGENT_ALLOW_REDUCED_ISOLATION"
 VIEW_ENV = "CUDA_AGENT_SANDBOX_VIEW"
 ViewBackend = Literal["namespaces", "bwrap", "landlock"]
-_VIEW_SCRIPT = Path(__file__).with_name("view.py")
+_VIEW_SCRIPT = Path(__file__).with_name("view_main.py")
 _MERGE_GRACE_S = 30.0  # after the command's deadline: killing what is left and merging its writes
 
 _NAMESPACE_OPTIONS = {
@@ -190,7 +190,7 @@ def _probe(backend: ViewBackend) -> str:
         if executor.uid is not None:
             os.chown(directory, executor.uid, executor.uid)
         spec = executor.view_spec(["true"], Path(directory), ProcessLimits(timeout_s=10), (), (), None, "")
-        argv = [sys.executable, "-I", "-S", str(_VIEW_SCRIPT), json.dumps(spec)]
+        argv = [sys.executable, "-I", "-S", str(_VIEW_SCRIPT), marshal.dumps(spec).hex()]
         return _probe_run(argv, "the namespace view" if backend == "namespaces" else "the Landlock view")
 
 
@@ -425,11 +425,12 @@ class SandboxedExecutor:
                 scratch.mkdir()
                 spec["scratch"] = [str(scratch)]
                 environment = {**(environment or {}), "TMPDIR": str(scratch)}
-            command = [sys.executable, "-I", "-S", str(_VIEW_SCRIPT), json.dumps(spec)]
+            command = [sys.executable, "-I", "-S", str(_VIEW_SCRIPT), marshal.dumps(spec).hex()]
             outer = limits.model_copy(update={"timeout_s": limits.timeout_s + _MERGE_GRACE_S})
             result = await self._inner.run(command, cwd=cwd, limits=outer, env=environment)
-            lines = status_path.read_text().strip().splitlines()
-        outcome = QuotaOutcome.model_validate_json(lines[-1]) if lines else QuotaOutcome()
+            status = status_path.read_bytes()
+        # The view's own report (written by the trusted helper, never by the command: it is outside the view).
+        outcome = QuotaOutcome.model_validate(marshal.loads(status)) if status else QuotaOutcome()
         update: dict[str, object] = {"argv": [str(a) for a in argv]}
         if outcome.timed_out:
             update |= {"timed_out": True, "returncode": None}

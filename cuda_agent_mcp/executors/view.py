@@ -1,7 +1,10 @@
+# ruff: noqa: SIM105  # try/except, not contextlib: its import is a cost every command pays
 """The view builder: run one command in fresh namespaces, inside a filesystem view, as an unprivileged uid.
 
-Started by `SandboxedExecutor` as `python -I -S view.py SPEC_JSON` (standard library only, its sibling
-`landlock.py` the one import), so it costs an interpreter start and no package import. Two modes:
+Started by `SandboxedExecutor` as `python -I -S view_main.py SPEC` (SPEC: a marshalled dict, in hex),
+which imports this module (so its bytecode is cached) and its sibling `landlock.py`, standard library
+only and nothing slow to import: a command pays an interpreter start, ctypes and a few syscalls.
+Two modes:
 
 `namespaces` (root, or any user where user namespaces are allowed):
     unshare(user?, mount, pid, net, ipc, uts), fork; the child is PID 1 of the new PID namespace and
@@ -15,25 +18,22 @@ Started by `SandboxedExecutor` as `python -I -S view.py SPEC_JSON` (standard lib
 `landlock` (no namespaces can be made): the same command, Landlock-confined to the same paths, its own
     process group, the quota watched by polling.
 
-The status (one JSON line on the descriptor `status_fd`) says whether the deadline or a quota was hit.
+The status (a marshalled dict in the file `status_path`) says whether the deadline or a quota was hit.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
-import json
+import marshal
 import os
 import resource
-import signal
 import stat
 import sys
 import time
-import warnings  # noqa: F401  # os.execvpe imports it, after the pivot no module can be found
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's directory out
-import landlock  # type: ignore[import-not-found]  # the sibling file: this runs as a script
+import landlock  # type: ignore[import-not-found]  # the sibling module, found the same way
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -45,6 +45,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND = 32, 1024, 2048, 4096
 MS_REC, MS_PRIVATE, MS_RELATIME, MS_STRICTATIME = 16384, 1 << 18, 1 << 21, 1 << 24
 MNT_DETACH = 2
+SIGKILL = 9
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_PIVOT_ROOT = 155  # x86_64; aarch64 is 41
 if os.uname().machine == "aarch64":
@@ -182,7 +183,14 @@ def mount_workdir(spec: dict, root: str, cwd: str) -> int | None:
     overlay = f"lowerdir={cwd},upperdir={scratch}/upper,workdir={scratch}/work"
     if spec.get("userns"):
         overlay += ",userxattr"  # trusted.* xattrs need real root; a user namespace uses user.*
-    mount("overlay", root + cwd, "overlay", MS_NOSUID | MS_NODEV, overlay)
+    try:
+        mount("overlay", root + cwd, "overlay", MS_NOSUID | MS_NODEV, overlay)
+    except SetupError as exc:  # no overlay here (an old kernel in a user namespace): poll the quota
+        sys.stderr.write(f"sandbox: no overlay for the workspace quota ({exc}); it is polled instead\n")
+        _check(_libc.umount2(scratch.encode(), MNT_DETACH), "umount quota scratch")
+        spec["watch"], spec["quota"] = quota, None
+        bind(cwd, root + cwd, writable=True)
+        return None
     upper = os.open(scratch + "/upper", os.O_RDONLY | os.O_DIRECTORY)
     _check(_libc.umount2(scratch.encode(), MNT_DETACH), "umount quota scratch")  # hidden, kept by the fd
     return upper
@@ -201,7 +209,7 @@ def pivot(root: str) -> None:
 def become_command(spec: dict) -> None:
     """In the forked child: the run's uid, Landlock, rlimits, then exec (never returns)."""
     try:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
         if spec["mode"] == "landlock":
             os.setpgid(0, 0)  # its own group: without a PID namespace, that is how it is killed
         uid = spec.get("uid")
@@ -231,7 +239,7 @@ def become_command(spec: dict) -> None:
             # CPU: SIGXCPU at the limit (reported as such), SIGKILL a second later if it is ignored.
             resource.setrlimit(limit, (value, value + 1) if name == "cpu" else (value, value))
         argv = spec["argv"]
-        os.execvpe(argv[0], argv, os.environ)
+        os.execve(find_program(argv[0]), argv, os.environ)
     except FileNotFoundError:
         sys.stderr.write(f"{spec['argv'][0]}: command not found\n")
         os._exit(127)
@@ -243,11 +251,23 @@ def become_command(spec: dict) -> None:
         os._exit(EXIT_SETUP)
 
 
+def find_program(name: str) -> str:
+    """`name` looked up in PATH as execvp would (without importing what os.execvpe does)."""
+    if "/" in name:
+        return name
+    for directory in os.environ.get("PATH", "/usr/bin:/bin").split(":"):
+        candidate = os.path.join(directory or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise FileNotFoundError(name)
+
+
 def wait_for(child: int, spec: dict, *, reap_all: bool) -> tuple[int, bool, str | None]:
     """Wait for the command (polling, so the deadline and the quota watch need no threads); as PID 1
     also reap every orphan. Returns (wait status, deadline hit, quota hit)."""
     deadline = time.monotonic() + spec["deadline_s"]
     watch = spec.get("watch")
+    start = usage(spec["cwd"]) if watch else (0, 0)  # the watch limits what the command adds
     next_watch = 0.0
     while True:
         pid, status = os.waitpid(-1 if reap_all else child, os.WNOHANG)
@@ -260,35 +280,46 @@ def wait_for(child: int, spec: dict, *, reap_all: bool) -> tuple[int, bool, str 
             return kill_command(child, reap_all), True, None
         if watch and now >= next_watch:
             next_watch = now + 0.1
-            if (over := over_quota(spec["cwd"], watch)) is not None:
+            size, files = usage(spec["cwd"])
+            over = (
+                "bytes"
+                if size - start[0] > watch["bytes"]
+                else "files"
+                if files - start[1] > watch["files"]
+                else None
+            )
+            if over is not None:
                 return kill_command(child, reap_all), False, over
         time.sleep(0.005)
 
 
 def kill_command(child: int, everything: bool) -> int:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(-1, signal.SIGKILL) if everything else os.killpg(child, signal.SIGKILL)
+    try:
+        os.kill(-1, SIGKILL) if everything else os.killpg(child, SIGKILL)
+    except ProcessLookupError:
+        pass
     _, status = os.waitpid(child, 0)
     return status
 
 
-def over_quota(top: str, watch: dict) -> str | None:
-    """Which quota the directory exceeds now (the polling fallback where no overlay can be mounted)."""
+def usage(top: str) -> tuple[int, int]:
+    """(bytes, files and directories) under `top`, links not followed (the quota's polling fallback)."""
     files = size = 0
     for parent, dirs, names in os.walk(top):
+        files += len(dirs) + len(names)
         for name in names:
-            files += 1
-            with contextlib.suppress(OSError):
+            try:
                 size += os.lstat(os.path.join(parent, name)).st_blocks * 512
-        files += len(dirs)
-    if size > watch["bytes"]:
-        return "bytes"
-    return "files" if files > watch["files"] else None
+            except OSError:
+                pass
+    return size, files
 
 
 def reap_rest() -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(-1, signal.SIGKILL)
+    try:
+        os.kill(-1, SIGKILL)
+    except ProcessLookupError:
+        pass
     while True:
         try:
             os.waitpid(-1, 0)
@@ -435,15 +466,19 @@ _status_fd = -1
 
 
 def report(**status: object) -> None:
-    with contextlib.suppress(OSError):
-        os.write(_status_fd, (json.dumps(status) + "\n").encode())
+    try:
+        os.write(_status_fd, marshal.dumps(status))
+    except OSError:
+        pass
 
 
 def exit_like(status: int) -> None:
     """End this process the way the command ended (its exit code, or its signal)."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        import signal  # only here: it imports enum, a cost every command would pay
+
+        signal.signal(sig, signal.SIG_DFL)  # Python ignores some (SIGXFSZ, SIGPIPE) by default
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
@@ -465,7 +500,7 @@ def run_in_namespaces(spec: dict) -> None:
         handed = os.read(status_read, 32)
         exit_like(int(handed) if handed.strip().isdigit() else EXIT_SETUP << 8)
     os.close(status_read)
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
     join_cgroup(spec)
     upper, real_cwd = build_root(spec, spec["mountpoint"])
     pivot(spec["mountpoint"])
@@ -496,15 +531,17 @@ def run_landlocked(spec: dict) -> None:
     if child == 0:
         become_command(spec)
     status, timed_out, over = wait_for(child, spec, reap_all=False)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(child, signal.SIGKILL)
+    try:
+        os.killpg(child, SIGKILL)
+    except ProcessLookupError:
+        pass
     report(timed_out=timed_out, quota=over)
     exit_like(status)
 
 
 def main() -> None:
     global _status_fd
-    spec = json.loads(sys.argv[1])
+    spec = marshal.loads(bytes.fromhex(sys.argv[1]))
     try:
         if spec["status_path"]:
             _status_fd = os.open(spec["status_path"], os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
