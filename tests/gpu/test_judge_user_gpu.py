@@ -20,7 +20,9 @@ pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root starts a judge as another uid")
-def test_a_judge_as_the_worker_uid_verifies_and_profiles_a_real_kernel(tmp_path: Path, shared_build_cache: Path) -> None:
+def test_a_judge_as_the_worker_uid_verifies_and_profiles_a_real_kernel(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
     shutil.copytree(EXAMPLES / "relu", tmp_path / "ws")
     session = Session.open(tmp_path / "ws", cache_dir=shared_build_cache, judges=JudgePool(tmp_path / "logs"))
     try:
@@ -28,7 +30,12 @@ def test_a_judge_as_the_worker_uid_verifies_and_profiles_a_real_kernel(tmp_path:
         profiled = anyio.run(profile_kernels, session, ProfileRequest(baselines="skip"))
     finally:
         session.judges.close()
-    print("judge:", verified.environment.get("judge"), "| workers:", verified.environment.get("worker_isolation"))
+    print(
+        "judge:",
+        verified.environment.get("judge"),
+        "| workers:",
+        verified.environment.get("worker_isolation"),
+    )
     print("phases:", verified.phases_s, profiled.phases_s)
     assert verified.verdict.status == "passed", verified.verdict
     assert profiled.verdict.status == "passed", profiled.verdict

@@ -109,6 +109,16 @@ def start_http(server: Server, *extra_args: str) -> Server:
     return server
 
 
+def serve_http(tmp_path: Path, cache: Path, *args: str, env: dict[str, str] | None = None) -> Server:
+    """A fresh HTTP server with the test's secrets in its home, sessions under tmp_path/sessions."""
+    home, tokens, environment = server_environment(tmp_path, cache)
+    root = tmp_path / "sessions"
+    server = Server(
+        "http", home, root, cache, tokens, {**environment, **(env or {})}, args=["--root", str(root), *args]
+    )
+    return start_http(server)
+
+
 def stop(server: Server) -> str:
     """Stop an HTTP server; what it printed on stderr."""
     if server.process is None or server.process.returncode is not None:

@@ -15,17 +15,7 @@ import anyio
 import pytest
 
 from tests.conftest import EXAMPLES
-from tests.security.conftest import (
-    ALICE,
-    BOB,
-    Server,
-    require_view,
-    run,
-    server_environment,
-    start,
-    start_http,
-    stop,
-)
+from tests.security.conftest import ALICE, BOB, Server, require_view, run, serve_http, start, stop
 
 pytestmark = pytest.mark.nvcc
 POISON = b"\x7fPOISONED-BY-A-HOSTILE-CLIENT"
@@ -35,11 +25,7 @@ KERNELS = {f"kernels/{p.name}": p.read_text() for p in (EXAMPLES / "relu" / "ker
 @pytest.fixture
 def http_server(tmp_path: Path, shared_build_cache: Path):  # type: ignore[no-untyped-def]
     require_view()
-    home, tokens, env = server_environment(tmp_path, shared_build_cache)
-    root = tmp_path / "sessions"
-    running = start_http(
-        Server("http", home, root, shared_build_cache, tokens, env, args=["--root", str(root)])
-    )
+    running = serve_http(tmp_path, shared_build_cache)
     yield running
     stop(running)
 

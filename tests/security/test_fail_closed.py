@@ -15,16 +15,9 @@ import anyio
 import pytest
 
 from tests.conftest import EXAMPLES
-from tests.security.conftest import (
-    SSH_KEY,
-    Server,
-    require_view,
-    run,
-    server_environment,
-    start,
-    start_http,
-    stop,
-)
+from tests.security.conftest import SSH_KEY, require_view, run, serve_http, server_environment, start, stop
+
+NO_VIEW = {"CUDA_AGENT_SANDBOX_VIEW": "none"}  # the probe override: as a machine with no way to build one
 
 
 def _path_without_bwrap(tmp_path: Path) -> str:
@@ -45,7 +38,7 @@ def test_without_bubblewrap_the_namespace_view_confines_commands_for_real(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
     require_view()
-    home, tokens, env = server_environment(tmp_path, shared_build_cache)
+    _, _, env = server_environment(tmp_path, shared_build_cache)
     env["PATH"] = _path_without_bwrap(tmp_path)
     probe = subprocess.run(
         [
@@ -59,22 +52,14 @@ def test_without_bubblewrap_the_namespace_view_confines_commands_for_real(
         check=True,
     )
     assert "'bwrap': 'bubblewrap is not installed'" in probe.stdout and "'namespaces': ''" in probe.stdout
-    server = start_http(
-        Server(
-            "http",
-            home,
-            tmp_path / "s",
-            shared_build_cache,
-            tokens,
-            env,
-            args=["--root", str(tmp_path / "s")],
-        )
-    )
+    server = serve_http(tmp_path, shared_build_cache, env={"PATH": env["PATH"]})
 
     async def work():  # type: ignore[no-untyped-def]
         async with server.client() as client:
             session = await start(client)
-            return await run(client, session["session_id"], f"cat {home}/.ssh/id_ed25519 /etc/shadow; id -u")
+            return await run(
+                client, session["session_id"], f"cat {server.home}/.ssh/id_ed25519 /etc/shadow; id -u"
+            )
 
     try:
         result = anyio.run(work)
@@ -87,10 +72,7 @@ def test_without_bubblewrap_the_namespace_view_confines_commands_for_real(
 
 def _no_view_env(tmp_path: Path, cache: Path) -> dict[str, str]:
     _, _, env = server_environment(tmp_path, cache)
-    return {
-        **env,
-        "CUDA_AGENT_SANDBOX_VIEW": "none",
-    }  # the probe override: as a machine with no way to build one
+    return {**env, **NO_VIEW}
 
 
 def test_with_no_way_to_build_a_view_the_server_refuses_to_start_in_one_line(
@@ -134,19 +116,7 @@ def test_with_no_view_a_build_refuses_rather_than_running_the_compiler_unconfine
 def test_reduced_isolation_is_an_explicit_choice_stated_at_start_and_in_every_result(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
-    env = _no_view_env(tmp_path, shared_build_cache)
-    home = Path(env["HOME"])
-    server = start_http(
-        Server(
-            "http",
-            home,
-            tmp_path / "s",
-            shared_build_cache,
-            home / "tokens",
-            env,
-            args=["--root", str(tmp_path / "s"), "--allow-reduced-isolation"],
-        )
-    )
+    server = serve_http(tmp_path, shared_build_cache, "--allow-reduced-isolation", env=NO_VIEW)
 
     async def work():  # type: ignore[no-untyped-def]
         async with server.client() as client:

@@ -95,14 +95,10 @@ def test_one_session_cannot_write_into_another_or_into_its_own_harness_files(ser
 def test_another_client_over_http_cannot_reach_a_session_even_by_its_path(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
-    from tests.security.conftest import require_view, server_environment, start_http, stop
+    from tests.security.conftest import require_view, serve_http, stop
 
     require_view()
-    home, tokens, env = server_environment(tmp_path, shared_build_cache)
-    root = tmp_path / "sessions"
-    running = start_http(
-        Server("http", home, root, shared_build_cache, tokens, env, args=["--root", str(root)])
-    )
+    running = serve_http(tmp_path, shared_build_cache)
 
     async def work():  # type: ignore[no-untyped-def]
         async with running.client(ALICE) as alice:
@@ -127,20 +123,9 @@ def test_another_client_over_http_cannot_reach_a_session_even_by_its_path(
 def test_the_isolation_is_stated_when_the_server_starts(
     transport: str, tmp_path: Path, shared_build_cache: Path
 ) -> None:
-    from tests.security.conftest import require_view, server_environment, start_http, stop
+    from tests.security.conftest import require_view, serve_http, stop
 
     require_view()
-    home, tokens, env = server_environment(tmp_path, shared_build_cache)
-    running = start_http(
-        Server(
-            transport,
-            home,
-            tmp_path / "s",
-            shared_build_cache,
-            tokens,
-            env,
-            args=["--root", str(tmp_path / "s")],
-        )
-    )
+    running = serve_http(tmp_path, shared_build_cache)
     said = stop(running)
     assert "agent commands and builds run isolated:" in said and "filesystem" in said, said

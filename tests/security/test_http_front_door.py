@@ -9,25 +9,14 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.security.conftest import ALICE, Server, server_environment, start_http, stop
+from tests.security.conftest import ALICE, Server, serve_http, stop
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture
 def served(tmp_path: Path, shared_build_cache: Path):  # type: ignore[no-untyped-def]
-    home, tokens, env = server_environment(tmp_path, shared_build_cache)
-    running = start_http(
-        Server(
-            "http",
-            home,
-            tmp_path / "s",
-            shared_build_cache,
-            tokens,
-            env,
-            args=["--root", str(tmp_path / "s")],
-        )
-    )
+    running = serve_http(tmp_path, shared_build_cache)
     yield running
     stop(running)
 
@@ -88,19 +77,8 @@ def test_no_oauth_metadata_is_advertised_without_an_authorization_server(served:
 def test_protected_resource_metadata_names_a_configured_authorization_server(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
-    home, tokens, env = server_environment(tmp_path, shared_build_cache)
     issuer = "https://login.example.org"
-    running = start_http(
-        Server(
-            "http",
-            home,
-            tmp_path / "s",
-            shared_build_cache,
-            tokens,
-            env,
-            args=["--root", str(tmp_path / "s"), "--authorization-server", issuer],
-        )
-    )
+    running = serve_http(tmp_path, shared_build_cache, "--authorization-server", issuer)
     try:
         base = running.url.removesuffix("/mcp")
         metadata = httpx2.get(base + "/.well-known/oauth-protected-resource/mcp", timeout=10)
