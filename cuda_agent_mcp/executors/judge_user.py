@@ -93,9 +93,16 @@ def plan_judge_start(argv: list[str], env: dict[str, str], state_dir: Path, *, w
     cgroup = delegate(f"judge-{uuid.uuid4().hex[:12]}", uid)
     if cgroup is not None:
         private[DELEGATED_ENV] = str(cgroup)
+    # What this interpreter imports from must stay importable for the judge: its prefixes, PYTHONPATH,
+    # directories .pth files added (an editable install), and the user site, which follows HOME unless
+    # its base is named.
+    import site
+
+    private["PYTHONUSERBASE"] = site.getuserbase()
     environment = {**env, **private}
     reachable = [str(home), sys.prefix, sys.base_prefix, os.path.realpath(sys.executable)]
     reachable += [p for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+    reachable += [p for p in (*sys.path, site.getusersitepackages()) if p and os.path.isdir(p)]
     spec = {
         "uid": uid,
         "gid": uid,
