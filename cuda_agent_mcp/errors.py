@@ -4,10 +4,12 @@
     ├── UsageError (also ValueError)      the caller's fault; raised before anything runs
     │   ├── TaskLoadError                 a task file or dataset row is malformed
     │   ├── TaskNotFound                  no task has that id
-    │   └── WorkspaceError                bad workspace path, protected file, file outside the root
+    │   ├── WorkspaceError                bad workspace path, protected file, file outside the root
+    │   └── LimitExceeded                 a session's quota or rate limit (the session lives on)
     └── InfraError                        our fault or the machine's; never the candidate's
         ├── ToolchainMissing              nvcc, the host compiler or the torch headers are absent
         ├── ExecutorUnavailable           a process could not be started at all
+        │   └── IsolationUnavailable      no sandbox view can be built here, and no opt-in to run without
         └── GpuUnavailable                device 'cuda' was asked for where no GPU is visible
 
 A candidate's own failures (compile errors, wrong output, crashes, timeouts) are never
@@ -56,6 +58,15 @@ class WorkspaceError(UsageError):
     """A workspace path or file operation was refused."""
 
 
+class LimitExceeded(UsageError):
+    """A session hit one of its quotas (workspace size, file size, files, processes, CPU time, calls per
+    minute); the message names the limit and what to do. The session stays usable."""
+
+    def __init__(self, limit: str, message: str) -> None:
+        self.limit = limit
+        super().__init__(message)
+
+
 class InfraError(CudaAgentError):
     """The environment failed, not the candidate. `retryable` says whether trying again may help."""
 
@@ -94,3 +105,15 @@ class GpuUnavailable(InfraError):
             f"no GPU is visible here ({reason}): device cuda needs an NVIDIA GPU; run on a GPU machine, "
             "or use device cpu (--device cpu) for a pure-PyTorch ModelNew"
         )
+
+
+class IsolationUnavailable(ExecutorUnavailable):
+    """The isolating executor cannot build a filesystem view on this machine and reduced isolation was
+    not asked for: it refuses rather than run an agent's command unconfined."""
+
+    retryable = False
+
+    def __init__(self, missing: str, fix: str) -> None:
+        self.missing = missing
+        self.fix = fix
+        super().__init__("the sandbox", f"{missing}; {fix}")

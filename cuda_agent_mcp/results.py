@@ -59,9 +59,10 @@ class FileBuild(_Frozen):
 BuildFailure = Literal[
     "no_sources", "compile_error", "link_error", "timeout", "output_limit", "refused_input", "no_binding"
 ]
-# What confined the compilers: Landlock in their own process, the executor's bubblewrap view or container;
+# What confined the compilers: Landlock in their own process, the executor's view (namespaces, bubblewrap)
+# or container;
 # "none" only where reduced isolation was explicitly allowed.
-BuildConfinement = Literal["landlock", "bubblewrap", "container", "none"]
+BuildConfinement = Literal["landlock", "namespaces", "bubblewrap", "container", "none"]
 
 
 class BuildResult(_Frozen):

@@ -277,7 +277,7 @@ class Builder:
             *((flags.vendor_libraries,) if flags.vendor_libraries else ()),
         )
         extension = self.cache.extension_path(build_key)
-        if not extension.exists():
+        if self.cache.lookup_extension(build_key) is None:  # missing, or evicted for a bad hash
             link_diagnostics, link_log = await self._link(units, staging, build_key, flags)
             if link_diagnostics:
                 diagnostics += link_diagnostics

@@ -20,7 +20,7 @@ from pathlib import Path
 from cuda_agent_mcp.build.toolchain import Toolchain
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.executors import DockerExecutor, Executor, SandboxedExecutor
-from cuda_agent_mcp.executors.sandboxed import filesystem_view_available, landlock_abi
+from cuda_agent_mcp.executors.sandboxed import landlock_abi, view_backend
 from cuda_agent_mcp.results import BuildConfinement
 
 REDUCED_ISOLATION_ENV = "CUDA_AGENT_ALLOW_REDUCED_ISOLATION"
@@ -111,14 +111,16 @@ def plan_view(
     outer: tuple[BuildConfinement, ...] = ()
     if isinstance(executor, DockerExecutor):
         outer = ("container",)
-    elif isinstance(executor, SandboxedExecutor) and executor.view:
-        outer = ("bubblewrap",)
+    elif isinstance(executor, SandboxedExecutor) and executor.backend in ("namespaces", "bwrap"):
+        outer = ("namespaces",) if executor.backend == "namespaces" else ("bubblewrap",)
     if abi >= 1:
         return BuildView(layers=("landlock", *outer), executor=executor, landlock=True)
     if outer:
         return BuildView(layers=outer, executor=executor, landlock=False)
-    if filesystem_view_available() if bubblewrap is None else bubblewrap:
-        return BuildView(layers=("bubblewrap",), executor=SandboxedExecutor(), landlock=False)
+    if view_backend() in ("namespaces", "bwrap") if bubblewrap is None else bubblewrap:
+        sandbox = SandboxedExecutor()
+        layer: BuildConfinement = "namespaces" if sandbox.backend == "namespaces" else "bubblewrap"
+        return BuildView(layers=(layer,), executor=sandbox, landlock=False)
     if reduced_isolation_allowed() if reduced_ok is None else reduced_ok:
         return BuildView(layers=("none",), executor=executor, landlock=False)
     raise ExecutorUnavailable(

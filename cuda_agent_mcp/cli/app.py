@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -40,6 +41,7 @@ from cuda_agent_mcp.cli.common import (
 from cuda_agent_mcp.cli.common import emit_json as _emit_json
 from cuda_agent_mcp.cli.common import run as _run
 from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.executors.sandboxed import REDUCED_ISOLATION_ENV
 from cuda_agent_mcp.results import ProfileResult, VerifyResult
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import (
@@ -337,11 +339,41 @@ def serve_command(
             "handle for wait_job (keep it under your host's tool timeout)",
         ),
     ] = 50.0,
+    session_idle_timeout: Annotated[
+        float, typer.Option(min=0.0, help="seconds without a call after which a session ends (0: never)")
+    ] = 3600.0,
+    archive_sessions: Annotated[
+        Path | None, typer.Option(help="move the workspaces of ended sessions here instead of deleting them")
+    ] = None,
+    keep_workspaces: Annotated[
+        bool,
+        typer.Option(
+            "--keep-workspaces", help="leave the sessions' workspaces on disk when the server exits"
+        ),
+    ] = False,
+    allow_reduced_isolation: Annotated[
+        bool,
+        typer.Option(
+            "--allow-reduced-isolation",
+            help=f"single-user local use: where no sandbox view can be built, run agent commands and builds "
+            f"with what the machine allows (also ${REDUCED_ISOLATION_ENV}=1); results say so",
+        ),
+    ] = False,
+    authorization_server: Annotated[
+        str | None,
+        typer.Option(
+            help="the OAuth authorization server that issues this server's tokens (served as RFC 9728 metadata)"
+        ),
+    ] = None,
+    max_failed_auth: Annotated[
+        int, typer.Option(min=1, help="refused authentications per minute from one address before HTTP 429")
+    ] = 10,
 ) -> None:
     """Run the MCP server (stdio by default): every tool, for IDE assistants and remote agents."""
     try:
         from cuda_agent_mcp.server.app import build_server
         from cuda_agent_mcp.server.auth import StaticTokens
+        from cuda_agent_mcp.server.http_guard import run_http
         from cuda_agent_mcp.server.jobs import JobBoard
         from cuda_agent_mcp.server.sessions import SessionRegistry
     except ImportError as exc:
@@ -350,30 +382,72 @@ def serve_command(
             kind="infrastructure",
             type_name="ImportError",
         )
+    if allow_reduced_isolation:
+        os.environ[REDUCED_ISOLATION_ENV] = "1"  # children (builds, the build's confinement) see it too
+    if not _say_isolation():
+        raise typer.Exit(3)
     registry = SessionRegistry(
-        root or default_cache_dir() / "sessions", _catalog(tasks), scheduler=visible_gpu_scheduler()
+        root or default_cache_dir() / "sessions",
+        _catalog(tasks),
+        scheduler=visible_gpu_scheduler(),
+        idle_timeout_s=session_idle_timeout or None,
+        archive_dir=archive_sessions,
     )
     jobs = JobBoard(budget_s=tool_budget)
-    if http is None:
-        build_server(registry, jobs=jobs).run()  # stdout is the protocol from here on
-        return
-    host, _, port = http.rpartition(":")
-    if not host or not port.isdigit():
-        err.print("[red]error:[/] --http wants HOST:PORT, e.g. 127.0.0.1:8765")
-        raise typer.Exit(2)
     try:
-        tokens = StaticTokens.load(tokens_file)
-    except (OSError, CudaAgentError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(2) from None
-    if tokens is None and not (insecure_local and host in ("127.0.0.1", "localhost")):
-        err.print(
-            "[red]error:[/] HTTP needs bearer tokens (--tokens-file or $CUDA_AGENT_MCP_TOKEN); "
-            "--insecure-local serves without them, on 127.0.0.1 only"
+        if http is None:
+            build_server(registry, jobs=jobs).run()  # stdout is the protocol from here on
+            return
+        host, _, port = http.rpartition(":")
+        if not host or not port.isdigit():
+            err.print("[red]error:[/] --http wants HOST:PORT, e.g. 127.0.0.1:8765")
+            raise typer.Exit(2)
+        try:
+            tokens = StaticTokens.load(tokens_file)
+        except (OSError, CudaAgentError) as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        if tokens is None and not (insecure_local and host in ("127.0.0.1", "localhost")):
+            err.print(
+                "[red]error:[/] HTTP needs bearer tokens (--tokens-file or $CUDA_AGENT_MCP_TOKEN); "
+                "--insecure-local serves without them, on 127.0.0.1 only"
+            )
+            raise typer.Exit(2)
+        server = build_server(
+            registry,
+            tokens=tokens,
+            authorization_server=authorization_server,
+            url=f"http://{host}:{port}",
+            jobs=jobs,
         )
-        raise typer.Exit(2)
-    server = build_server(registry, tokens=tokens, url=f"http://{host}:{port}", jobs=jobs)
-    server.run(transport="streamable-http", host=host, port=int(port))
+        run_http(server.streamable_http_app(host=host), host, int(port), max_failed_auth=max_failed_auth)
+    finally:
+        registry.close(keep_workspaces=keep_workspaces)
+
+
+def _say_isolation() -> bool:
+    """One line on stderr saying what confines agent commands here; False (after the refusal's one line)
+    when nothing can and reduced isolation was not asked for."""
+    from cuda_agent_mcp.executors import isolation_report, reduced_isolation_allowed
+    from cuda_agent_mcp.executors.sandboxed import refusal, view_backend
+
+    if view_backend() is None and not reduced_isolation_allowed():
+        err.print(f"[red]error:[/] {escape(str(refusal()))}", highlight=False, soft_wrap=True)
+        return False
+    layers = ", ".join(isolation_report())
+    if "reduced-isolation" in layers:
+        err.print(
+            f"[yellow]warning:[/] REDUCED ISOLATION (opted in): agent commands run with only {layers}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        err.print(
+            f"cuda-agent serve: agent commands and builds run isolated: {layers}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    return True
 
 
 @app.command("journal", short_help="Recent evaluation results, newest first.")

@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluator.job import RETIRE_HELD_GPU_BYTES, EvalJob, JudgeReport, ServerReady
 from cuda_agent_mcp.evaluator.protocol import FrameError, encode, read_frame_body
 from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_judge_shm
+from cuda_agent_mcp.executors.judge_user import JudgeStart, plan_judge_start
 
 _log = logging.getLogger(__name__)
 
@@ -49,23 +51,59 @@ class JudgeUnavailable(InfraError):
 
 
 class JudgeServer:
-    """One judge process serving one job at a time."""
+    """One judge process serving one job at a time, as the worker uid where it can be (see
+    `executors/judge_user.py`; `isolation` says how it runs)."""
 
-    def __init__(self, env: Mapping[str, str], log_path: Path, *, start_timeout_s: float = 180.0) -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        log_path: Path,
+        *,
+        start_timeout_s: float = 180.0,
+        state_dir: Path | None = None,
+    ) -> None:
         self.log_path = log_path
         self.worker_backend = env.get(WORKERS_ENV, "fork")
         # Its shared-memory files are named after this tag (and its workers' after its first characters),
         # so they can be removed when it is killed in the middle of a job.
         self.shm_tag = uuid.uuid4().hex[:12]
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "cuda_agent_mcp.evaluator"]
+        environment = {**env, SHM_TAG_ENV: self.shm_tag}
+        self.start = plan_judge_start(
+            argv, environment, state_dir or log_path.parent, workers=self.worker_backend
+        )
+        try:
+            self._launch(start_timeout_s)
+        except JudgeUnavailable as exc:
+            if self.start.uid is None:
+                raise
+            # Never break evaluation for a layer: start it as ourselves, and say why.
+            _log.warning(
+                "the judge could not start as uid %s (%s); starting it as the server's user",
+                self.start.uid,
+                exc,
+            )
+            self.start.close()
+            reason = str(exc).split(";")[0][:200]
+            self.start = JudgeStart(
+                argv, environment, isolation=f"as the server's user (as uid {self.start.uid}: {reason})"
+            )
+            self._launch(start_timeout_s)
+
+    @property
+    def isolation(self) -> str:
+        return self.start.isolation
+
+    def _launch(self, start_timeout_s: float) -> None:
         started = time.monotonic()
-        with log_path.open("ab") as log:
+        with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "cuda_agent_mcp.evaluator"],
+                self.start.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
-                env={**env, SHM_TAG_ENV: self.shm_tag},
+                env=self.start.env,
                 start_new_session=True,
             )
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -77,6 +115,15 @@ class JudgeServer:
 
     def run(self, job: EvalJob, timeout_s: float) -> JudgeReport:
         """Send one job and wait for its report; JudgeUnavailable (and the server killed) otherwise."""
+        inbox = self.start.inbox()
+        try:
+            report = self._run(_handed_over(job, inbox, self.start) if inbox else job, timeout_s)
+        finally:
+            if inbox is not None:
+                shutil.rmtree(inbox, ignore_errors=True)
+        return report.model_copy(update={"environment": {**report.environment, "judge": self.isolation}})
+
+    def _run(self, job: EvalJob, timeout_s: float) -> JudgeReport:
         deadline = time.monotonic() + timeout_s
         try:
             os.write(self._requests, encode(job))
@@ -113,6 +160,7 @@ class JudgeServer:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+        self.start.close()
         remove_judge_shm(self.shm_tag)
         if self.worker_backend == "docker":
             from cuda_agent_mcp.evaluator.container_worker import remove_workers_of
@@ -128,6 +176,7 @@ class JudgeServer:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.kill()
+        self.start.close()
         if self.process.stdout is not None:
             self.process.stdout.close()
 
@@ -137,6 +186,25 @@ class JudgeServer:
         except OSError:
             return ""
         return f"; its log ends:\n{text}" if text.strip() else ""
+
+
+def _handed_over(job: EvalJob, inbox: Path, start: JudgeStart) -> EvalJob:
+    """The job with its files copied where the judge's uid may read them, and its baselines kept in the
+    judge's own directory (the judge writes that file; the caller's cache directory is not its)."""
+    reference = inbox / "reference" / Path(job.reference_path).name
+    reference.parent.mkdir()
+    shutil.copyfile(job.reference_path, reference)
+    candidate = inbox / "candidate"
+    shutil.copytree(job.candidate_dir, candidate, symlinks=True)
+    update: dict[str, object] = {"reference_path": str(reference), "candidate_dir": str(candidate)}
+    if job.baseline_cache_path and start.home is not None:
+        kept = start.home / "baselines.json"
+        if not kept.exists() and Path(job.baseline_cache_path).is_file():
+            shutil.copyfile(job.baseline_cache_path, kept)  # what was measured before the judge moved
+            start.give(kept)
+        update["baseline_cache_path"] = str(kept)
+    start.give(inbox)
+    return job.model_copy(update=update)
 
 
 class _Call:
@@ -220,7 +288,9 @@ class JudgePool:
         with self._lock:
             number = self.started
             self.started += 1
-        return JudgeServer(env, self.log_dir / f"judge-{os.getpid()}-{number}.log")
+        return JudgeServer(
+            env, self.log_dir / f"judge-{os.getpid()}-{number}.log", state_dir=self.log_dir.parent
+        )
 
     async def run(self, job: EvalJob, env: Mapping[str, str], timeout_s: float) -> tuple[JudgeReport, float]:
         """The job's report and how long starting a judge took for it (0 when a warm one was idle).

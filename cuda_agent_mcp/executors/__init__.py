@@ -2,32 +2,46 @@
 
 import os
 
-from cuda_agent_mcp.errors import UsageError
+from cuda_agent_mcp.errors import IsolationUnavailable, UsageError
 from cuda_agent_mcp.executors.base import Executor, ProcessLimits, ProcessResult
 from cuda_agent_mcp.executors.docker import DockerExecutor, DockerSettings
 from cuda_agent_mcp.executors.local import LocalExecutor
-from cuda_agent_mcp.executors.sandboxed import SandboxedExecutor, SandboxPolicy, available_isolation
+from cuda_agent_mcp.executors.sandboxed import (
+    REDUCED_ISOLATION_ENV,
+    SandboxedExecutor,
+    SandboxPolicy,
+    WorkspaceQuota,
+    available_isolation,
+    isolation_report,
+    reduced_isolation_allowed,
+)
 
 EXECUTOR_ENV = "CUDA_AGENT_EXECUTOR"
 
 
-def default_executor() -> Executor:
-    """The executor named by $CUDA_AGENT_EXECUTOR: `local` (default), `sandbox` or `docker` (image from
-    $CUDA_AGENT_DOCKER_IMAGE, default cuda-agent-sandbox:latest)."""
-    name = os.environ.get(EXECUTOR_ENV, "local")
+def default_executor(policy: SandboxPolicy | None = None) -> Executor:
+    """The executor named by $CUDA_AGENT_EXECUTOR: `sandbox` (default: a filesystem view, another uid),
+    `docker` (image from $CUDA_AGENT_DOCKER_IMAGE, default cuda-agent-sandbox:latest) or `local` (no
+    isolation: only with $CUDA_AGENT_ALLOW_REDUCED_ISOLATION=1, for single-user local use)."""
+    name = os.environ.get(EXECUTOR_ENV, "sandbox")
     if name == "local":
+        if not reduced_isolation_allowed():
+            raise IsolationUnavailable(
+                f"${EXECUTOR_ENV}=local runs builds unconfined",
+                f"set {REDUCED_ISOLATION_ENV}=1 to allow that (single-user local use), or unset ${EXECUTOR_ENV}",
+            )
         return LocalExecutor()
     if name == "sandbox":
-        return SandboxedExecutor()
+        return SandboxedExecutor(policy)
     if name == "docker":
         return DockerExecutor()
     raise UsageError(f"${EXECUTOR_ENV} must be 'local', 'sandbox' or 'docker', not {name!r}")
 
 
-def isolating_executor(executor: Executor) -> Executor:
+def isolating_executor(executor: Executor, policy: SandboxPolicy | None = None) -> Executor:
     """For commands that always need isolation (an agent's own scripts): the given executor when it
-    isolates, else the sandboxed process executor."""
-    return executor if isinstance(executor, DockerExecutor | SandboxedExecutor) else SandboxedExecutor()
+    isolates, else the sandboxed process executor (which refuses where it cannot build a view)."""
+    return executor if isinstance(executor, DockerExecutor | SandboxedExecutor) else SandboxedExecutor(policy)
 
 
 __all__ = [
@@ -40,7 +54,10 @@ __all__ = [
     "ProcessResult",
     "SandboxPolicy",
     "SandboxedExecutor",
+    "WorkspaceQuota",
     "available_isolation",
     "default_executor",
     "isolating_executor",
+    "isolation_report",
+    "reduced_isolation_allowed",
 ]

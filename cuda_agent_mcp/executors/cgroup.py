@@ -21,11 +21,16 @@ from pathlib import Path
 _V1 = Path("/sys/fs/cgroup/pids")
 _V2 = Path("/sys/fs/cgroup")
 _PARENT = "cuda-agent"
+# A subtree delegated to this process by the one that started it (a judge running as the worker uid):
+# its workers' cgroups go there.
+DELEGATED_ENV = "CUDA_AGENT_PIDS_CGROUP"
 
 
 @cache
 def pids_cgroup_root() -> Path | None:
     """Where our cgroups go, probed once: a directory we can create children in, or None."""
+    if delegated := os.environ.get(DELEGATED_ENV):
+        return _usable(Path(delegated))
     for base in (_V1, _V2):
         if base == _V2 and "pids" not in _read(base / "cgroup.subtree_control"):
             continue
@@ -43,6 +48,48 @@ def pids_cgroup_root() -> Path | None:
     return None
 
 
+def _usable(root: Path) -> Path | None:
+    probe = root / f"probe-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError:
+        return None
+    return root
+
+
+def delegate(name: str, uid: int) -> Path | None:
+    """A subtree for another uid's process tree (a judge and its workers): `<ours>/<name>/`, given to
+    `uid`, with a leaf `<name>/main` for the process itself (cgroup v2 moves a process only within a
+    subtree its mover may write, and keeps processes out of cgroups that have children). None where
+    no pids hierarchy of ours exists."""
+    root = pids_cgroup_root()
+    if root is None:
+        return None
+    top = root / name
+    try:
+        top.mkdir()
+        (top / "main").mkdir()
+        with contextlib.suppress(OSError):  # v2 only: let the children have their own pids.max
+            (top / "cgroup.subtree_control").write_text("+pids")
+        for path in (top, top / "main"):
+            os.chown(path, uid, uid)
+            for entry in ("cgroup.procs", "tasks", "cgroup.subtree_control", "cgroup.threads"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.chown(path / entry, uid, uid)
+    except OSError:
+        remove_tree(top)
+        return None
+    return top
+
+
+def remove_tree(top: Path) -> None:
+    """Kill everything in a delegated subtree and remove it, children first."""
+    for child in sorted((p for p in top.glob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        PidsCgroup(child).remove()
+    PidsCgroup(top).remove()
+
+
 def _sweep(root: Path, *, older_than_s: float = 300.0) -> None:
     """Remove empty cgroups left by processes that were killed before they could (a judge server killed
     with its workers cannot clean up after itself)."""
@@ -50,6 +97,14 @@ def _sweep(root: Path, *, older_than_s: float = 300.0) -> None:
     for stale in root.glob("worker-*"):
         with contextlib.suppress(OSError):
             if now - stale.stat().st_mtime > older_than_s and not _read(stale / "cgroup.procs").strip():
+                stale.rmdir()
+    for stale in root.glob("judge-*"):  # a killed judge's subtree, once nothing runs in it
+        with contextlib.suppress(OSError):
+            if now - stale.stat().st_mtime > older_than_s and not any(
+                _read(d / "cgroup.procs").strip() for d in (stale, *stale.glob("*")) if d.is_dir()
+            ):
+                for child in (d for d in stale.glob("*") if d.is_dir()):
+                    child.rmdir()
                 stale.rmdir()
 
 
@@ -86,6 +141,14 @@ class PidsCgroup:
 
     def pids(self) -> list[int]:
         return [int(line) for line in _read(self.path / "cgroup.procs").split()]
+
+    def forks_refused(self) -> int:
+        """How often a fork failed because the cap was reached (`pids.events`, v1 and v2)."""
+        for line in _read(self.path / "pids.events").splitlines():
+            name, _, count = line.partition(" ")
+            if name == "max" and count.strip().isdigit():
+                return int(count)
+        return 0
 
     def kill_all(self, *, timeout_s: float = 10.0) -> None:
         """SIGKILL every member until none is left (members forking meanwhile are caught next round)."""

@@ -86,6 +86,7 @@ class LocalExecutor:
     """Runs commands directly on this machine (no isolation beyond a process group and limits)."""
 
     name = "local"
+    isolation: tuple[str, ...] = ("none",)
 
     async def run(
         self,

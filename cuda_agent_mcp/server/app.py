@@ -1,8 +1,9 @@
-"""The MCP server: every tool of the tool layer, typed, with progress and readable errors.
+"""The MCP server: every tool of the tool layer, typed, with progress, logs and readable errors.
 
 Tools take a `session_id` from `start_session`. Errors are raised as exceptions with a message the model
 can act on (the SDK turns them into `is_error` results); candidate faults are not errors but verdicts in
-the structured result. Long steps report progress (build steps; queue position on a shared GPU).
+the structured result. Long steps report progress and log lines (build steps; queue position on a shared
+GPU; the judge's stages), and run as MCP tasks for clients that ask (`server/tasks.py`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,16 @@ from cuda_agent_mcp.build import BuildProgress
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.results import BuildResult, EvalResult, ProfileResult, VerifyResult
 from cuda_agent_mcp.server.jobs import JobBoard, JobHandle, JobKind, JobState, Outcome, R
-from cuda_agent_mcp.server.sessions import LOCAL_CLIENT, SessionInfo, SessionRegistry, SessionStatus
+from cuda_agent_mcp.server.logs import LogLevels, send_log
+from cuda_agent_mcp.server.resources import add_resources
+from cuda_agent_mcp.server.sessions import (
+    LOCAL_CLIENT,
+    SessionInfo,
+    SessionList,
+    SessionRegistry,
+    SessionStatus,
+)
+from cuda_agent_mcp.server.tasks import TASK_MODE, TasksExtension, TaskShapes, TaskStore
 from cuda_agent_mcp.tools import (
     CompileRequest,
     EvaluateRequest,
@@ -46,28 +56,39 @@ from cuda_agent_mcp.tools import (
     write_file,
 )
 from cuda_agent_mcp.tools.files import FileContent, FileEdited, FileList, FileWritten, SearchResult
-from cuda_agent_mcp.tools.gpu import gpu_specs
 from cuda_agent_mcp.tools.run import RunRequest, RunResult, run_command
-from cuda_agent_mcp.workspace import harness_text
 
 INSTRUCTIONS = """Write CUDA kernels that replace a PyTorch reference (KernelBench format) and have them
 compiled, verified and timed. Start with list_tasks and start_session; edit kernels/*.cu,
 kernels/*_binding.cpp and model_new.py (read SKILL.md in the workspace first); then compile, verify,
-profile, or evaluate (verify + profile + reward). model.py and the binding harness are protected."""
+profile, or evaluate (verify + profile + reward). model.py and the binding harness are protected.
+list_sessions finds your sessions again; end_session ends one (idle ones end by themselves)."""
 
-SessionId = Annotated[str, Field(description="from start_session")]
+SessionId = Annotated[str, Field(description="from start_session (list_sessions shows yours)")]
 WorkspacePath = Annotated[
     str, Field(description="a path inside the session's workspace, e.g. kernels/relu.cu")
 ]
 T = TypeVar("T")
 P = ParamSpec("P")
-READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+def _hints(
+    *, read_only: bool = False, destructive: bool = False, idempotent: bool = False
+) -> ToolAnnotations:
+    """Tool annotations: nothing of ours reaches outside the server (closed world)."""
+    if read_only:
+        return ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    return ToolAnnotations(
+        read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=False
+    )
+
+
+READ_ONLY = _hints(read_only=True)
 
 
 def readable_errors(tool: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-    """Our own errors (bad arguments, unknown session, protected file, infrastructure) reach the model
-    as their message; anything else is a crash the SDK logs and reports without internals."""
+    """Our own errors (bad arguments, unknown session, protected file, a quota, infrastructure) reach the
+    model as their message; anything else is a crash the SDK logs and reports without internals."""
 
     @functools.wraps(tool)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -90,33 +111,52 @@ def build_server(
     registry: SessionRegistry,
     *,
     tokens: TokenVerifier | None = None,
+    authorization_server: str | None = None,
     url: str | None = None,
     jobs: JobBoard | None = None,
 ) -> MCPServer:
     """The server. With `tokens` (HTTP) every request needs a bearer token and sessions belong to its
-    client; `url` is where the server is reached (for the OAuth resource metadata). `jobs` runs the long
-    tools (default: a 50 s budget per call)."""
+    client. Protected-resource metadata (RFC 9728) is served only when `authorization_server` names a
+    real OAuth authorization server; `url` is where this server is reached. `jobs` runs the long tools
+    (default: a 50 s budget per call)."""
     jobs = jobs or JobBoard()
+    registry.on_end = jobs.cancel_session
     auth = None
     if tokens is not None:
-        assert url is not None
-        # The static token table is this server's own (server/auth.py): no token was issued for another
-        # resource, so the SDK's RFC 8707 resource check has nothing to add (and unset, it warns twice).
-        auth = AuthSettings(
-            issuer_url=url,
-            resource_server_url=f"{url}/mcp",
-            required_scopes=[],
-            validate_token_resource=False,
-        )
-    server = MCPServer("cuda-agent", instructions=INSTRUCTIONS, token_verifier=tokens, auth=auth)
+        if authorization_server is not None:
+            assert url is not None
+            auth = AuthSettings(
+                issuer_url=authorization_server,
+                resource_server_url=f"{url}/mcp",
+                required_scopes=[],
+                validate_token_resource=False,
+            )
+        else:  # static tokens: no authorization server, so no metadata pointing at one
+            # The static token table is this server's own (server/auth.py): no token was issued for another
+            # resource, so the SDK's RFC 8707 resource check has nothing to add (and unset, it warns twice).
+            auth = AuthSettings(
+                issuer_url=url or "http://127.0.0.1",
+                resource_server_url=None,
+                required_scopes=[],
+                validate_token_resource=False,
+            )
+    store = TaskStore(jobs, _client)
+    server = MCPServer(
+        "cuda-agent",
+        instructions=INSTRUCTIONS,
+        token_verifier=tokens,
+        auth=auth,
+        extensions=[TasksExtension(store)],
+        middleware=[LogLevels(), TaskShapes(store)],
+    )
 
-    @server.tool(name="list_tasks", annotations=READ_ONLY)
+    @server.tool(name="list_tasks", title="List tasks", annotations=READ_ONLY)
     @readable_errors
     async def list_tasks_tool(query: TaskQuery | None = None) -> TaskList:
         """Tasks this server can start sessions on (bundled examples and configured sources)."""
         return await list_tasks(registry.catalog, query)
 
-    @server.tool(annotations=WRITES)
+    @server.tool(title="Start a session", annotations=_hints())
     @readable_errors
     async def start_session(
         task_id: Annotated[str | None, Field(description="a task id from list_tasks")] = None,
@@ -125,7 +165,8 @@ def build_server(
             Field(description="KernelBench-format source: class Model, get_inputs, get_init_inputs"),
         ] = None,
         directory: Annotated[
-            str | None, Field(description="an existing workspace directory on the server's machine")
+            str | None,
+            Field(description="an existing workspace directory on the server's machine (local client only)"),
         ] = None,
     ) -> SessionInfo:
         """Open a workspace for one task: give exactly one of task_id, reference_source or directory."""
@@ -137,33 +178,44 @@ def build_server(
         )
         return registry.info(session)
 
-    @server.tool(annotations=WRITES)
+    @server.tool(title="List my sessions", annotations=READ_ONLY)
+    @readable_errors
+    async def list_sessions() -> SessionList:
+        """Your open sessions (to find them again after reconnecting), with how long until idle ones end."""
+        return registry.list(_client())
+
+    @server.tool(title="End a session", annotations=_hints(destructive=True))
     @readable_errors
     async def end_session(session_id: SessionId) -> SessionInfo:
-        """Close a session; a workspace the server created is deleted (its journal history stays)."""
-        info = registry.info(registry.get(session_id, _client()))
-        registry.end(session_id, _client())
+        """Close a session: its running jobs stop and a workspace the server created is deleted (or
+        archived, if the server keeps an archive); its journal history stays."""
+        client = _client()
+        info = registry.info(registry.get(session_id, client))
+        await anyio.to_thread.run_sync(lambda: registry.end(session_id, client))
         return info
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(title="Session status", annotations=READ_ONLY)
     @readable_errors
     async def session_status(session_id: SessionId) -> SessionStatus:
         """The session's files, best result so far and evaluation history (from the journal)."""
+        registry.use(session_id, _client())
         return registry.status(session_id, _client())
 
-    @server.tool(name="read_file", annotations=READ_ONLY)
+    @server.tool(name="read_file", title="Read a file", annotations=READ_ONLY)
     @readable_errors
     async def read_file_tool(session_id: SessionId, path: WorkspacePath) -> FileContent:
         """Read a text file of the workspace."""
-        return await read_file(registry.get(session_id, _client()), path)
+        return await read_file(registry.use(session_id, _client()), path)
 
-    @server.tool(name="write_file", annotations=WRITES)
+    @server.tool(
+        name="write_file", title="Write a file", annotations=_hints(destructive=True, idempotent=True)
+    )
     @readable_errors
     async def write_file_tool(session_id: SessionId, path: WorkspacePath, content: str) -> FileWritten:
         """Create or replace a file of the workspace (protected harness files are refused)."""
-        return await write_file(registry.get(session_id, _client()), path, content)
+        return await write_file(registry.use(session_id, _client()), path, content)
 
-    @server.tool(name="edit_file", annotations=WRITES)
+    @server.tool(name="edit_file", title="Edit a file", annotations=_hints(destructive=True))
     @readable_errors
     async def edit_file_tool(
         session_id: SessionId,
@@ -176,16 +228,16 @@ def build_server(
     ) -> FileEdited:
         """Replace exact text in a workspace file."""
         return await edit_file(
-            registry.get(session_id, _client()), path, old_text, new_text, replace_all=replace_all
+            registry.use(session_id, _client()), path, old_text, new_text, replace_all=replace_all
         )
 
-    @server.tool(name="list_files", annotations=READ_ONLY)
+    @server.tool(name="list_files", title="List files", annotations=READ_ONLY)
     @readable_errors
     async def list_files_tool(session_id: SessionId, pattern: str = "**/*") -> FileList:
         """Workspace files matching a glob pattern."""
-        return await list_files(registry.get(session_id, _client()), pattern)
+        return await list_files(registry.use(session_id, _client()), pattern)
 
-    @server.tool(name="search_files", annotations=READ_ONLY)
+    @server.tool(name="search_files", title="Search files", annotations=READ_ONLY)
     @readable_errors
     async def search_files_tool(
         session_id: SessionId,
@@ -194,15 +246,15 @@ def build_server(
         max_hits: Annotated[int, Field(ge=1, le=1000)] = 200,
     ) -> SearchResult:
         """Lines matching a regular expression in workspace files."""
-        return await search_files(registry.get(session_id, _client()), regex, pattern, max_hits=max_hits)
+        return await search_files(registry.use(session_id, _client()), regex, pattern, max_hits=max_hits)
 
-    @server.tool(name="compile", annotations=WRITES)
+    @server.tool(name="compile", title="Compile kernels", annotations=_hints(idempotent=True))
     @readable_errors
     async def compile_tool(
         session_id: SessionId, ctx: Context, request: CompileRequest | None = None
     ) -> Outcome[BuildResult]:
         """Build the workspace's kernels incrementally; diagnostics name file, line and column."""
-        session = registry.get(session_id, _client())
+        session = registry.use(session_id, _client())
         return await _as_job(
             ctx,
             jobs,
@@ -211,13 +263,13 @@ def build_server(
             lambda progress: compile_kernels(session, request, progress=progress),
         )
 
-    @server.tool(name="verify", annotations=WRITES)
+    @server.tool(name="verify", title="Verify kernels", annotations=_hints())
     @readable_errors
     async def verify_tool(
         session_id: SessionId, ctx: Context, request: VerifyRequest | None = None
     ) -> Outcome[VerifyResult]:
         """Build, then check ModelNew against the reference on fresh secret inputs in a separate process."""
-        session = registry.get(session_id, _client())
+        session = registry.use(session_id, _client())
         return await _as_job(
             ctx,
             jobs,
@@ -226,13 +278,13 @@ def build_server(
             lambda progress: verify_kernels(session, request, progress=progress),
         )
 
-    @server.tool(name="profile", annotations=WRITES)
+    @server.tool(name="profile", title="Profile kernels", annotations=_hints())
     @readable_errors
     async def profile_tool(
         session_id: SessionId, ctx: Context, request: ProfileRequest | None = None
     ) -> Outcome[ProfileResult]:
         """Build, then time ModelNew against PyTorch eager and torch.compile (every timed output rechecked)."""
-        session = registry.get(session_id, _client())
+        session = registry.use(session_id, _client())
         return await _as_job(
             ctx,
             jobs,
@@ -241,13 +293,13 @@ def build_server(
             lambda progress: profile_kernels(session, request, progress=progress),
         )
 
-    @server.tool(name="evaluate", annotations=WRITES)
+    @server.tool(name="evaluate", title="Evaluate kernels", annotations=_hints())
     @readable_errors
     async def evaluate_tool(
         session_id: SessionId, ctx: Context, request: EvaluateRequest | None = None
     ) -> Outcome[EvalResult]:
         """verify + profile + reward (paper milestones: -1 fail, 1 correct, 2 beats eager, 3 beats both)."""
-        session = registry.get(session_id, _client())
+        session = registry.use(session_id, _client())
         return await _as_job(
             ctx,
             jobs,
@@ -256,7 +308,7 @@ def build_server(
             lambda progress: evaluate_kernels(session, request, progress=progress),
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(title="Wait for a job", annotations=READ_ONLY)
     @readable_errors
     async def wait_job(
         job_id: Annotated[str, Field(description="from a tool's answer with status running")],
@@ -264,13 +316,16 @@ def build_server(
         timeout_s: Annotated[float, Field(ge=0, le=600, description="how long to wait at most")] = 45.0,
     ) -> JobState:
         """Wait for a job a tool handed back (status running); its result once done."""
+        client = _client()
+        registry.touch(jobs.session_of(job_id, client))
 
         async def forward(message: str) -> None:
             await ctx.report_progress(0, message=message)
+            await send_log(ctx, "info", "cuda-agent.job", message)
 
-        return await jobs.wait(job_id, _client(), min(timeout_s, jobs.budget_s), forward)
+        return await jobs.wait(job_id, client, min(timeout_s, jobs.budget_s), forward)
 
-    @server.tool(annotations=WRITES)
+    @server.tool(title="Cancel a job", annotations=_hints(idempotent=True))
     @readable_errors
     async def cancel_job(
         job_id: Annotated[str, Field(description="from a tool's answer with status running")],
@@ -279,46 +334,20 @@ def build_server(
         client = _client()
         return await anyio.to_thread.run_sync(lambda: jobs.cancel(job_id, client))
 
-    @server.tool(name="run", annotations=WRITES)
+    @server.tool(name="run", title="Run a command", annotations=_hints(destructive=True))
     @readable_errors
     async def run_tool(session_id: SessionId, request: RunRequest) -> RunResult:
-        """Run a command in the workspace (e.g. a tuning script) in the sandbox: no network, limits, killed
-        with its whole process tree at the time limit; stdout and stderr come back capped."""
-        return await run_command(registry.get(session_id, _client()), request)
+        """Run a command in the workspace (e.g. a tuning script) in the sandbox: no network, its own
+        filesystem view and user, the session's quotas, killed with its whole process tree at the time
+        limit; stdout and stderr come back capped. A quota reached is an error naming it."""
+        result = await run_command(registry.use(session_id, _client()), request)
+        if result.limit is not None:
+            tail = result.process.output[-2000:]
+            raise ToolError(f"{result.limit}\n--- the command's last output ---\n{tail}")
+        return result
 
-    @server.resource("session://{session_id}/reference", mime_type="text/x-python")
-    def reference_resource(session_id: str) -> str:
-        """The task's reference program (model.py as the harness keeps it)."""
-        return registry.get(session_id, _client()).workspace.reference_code
-
-    @server.resource("session://{session_id}/history", mime_type="application/json")
-    def history_resource(session_id: str) -> str:
-        """The session's status and evaluation history, as JSON."""
-        return registry.status(session_id, _client()).model_dump_json(indent=1)
-
-    @server.resource("guide://skill", mime_type="text/markdown")
-    def skill_resource() -> str:
-        """How to write kernels for this workspace: layout, rules, workflow (the workspace's SKILL.md)."""
-        return harness_text("SKILL.md")
-
-    @server.resource("gpu://specs", mime_type="application/json")
-    def gpu_resource() -> str:
-        """The machine's GPUs (name, memory, driver) and their published peak bandwidth."""
-        return gpu_specs().model_dump_json(indent=1)
-
-    @server.prompt()
-    def optimize_kernel(session_id: str) -> str:
-        """Start an optimization loop on a session's task."""
-        return OPTIMIZE_PROMPT.format(session_id=session_id)
-
+    add_resources(server, registry, _client)
     return server
-
-
-OPTIMIZE_PROMPT = """You are optimizing session {session_id}. Read guide://skill and
-session://{session_id}/reference. Write kernels/<name>.cu (pure CUDA, an extern "C" launcher),
-kernels/<name>_binding.cpp (REGISTER_BINDING) and model_new.py (class ModelNew calling cuda_extension).
-Loop: compile until it builds, verify until it passes, then profile and make it faster than both PyTorch
-eager and torch.compile; finish with evaluate. Never call PyTorch compute ops in ModelNew.forward."""
 
 
 async def _as_job(
@@ -329,17 +358,21 @@ async def _as_job(
     work: Callable[[Callable[[BuildProgress], None]], Awaitable[R]],
 ) -> Outcome[R]:
     """Run `work` as a job and wait for it up to the board's budget, forwarding its progress as MCP
-    progress notifications; past the budget, answer with a handle for `wait_job`. A cancelled call
-    cancels its job."""
+    progress and log notifications; past the budget, answer with a handle for `wait_job`. A cancelled
+    call cancels its job. A task-mode call (server/tasks.py) answers with the handle at once."""
     client = _client()
     # Starting a job waits for the jobs' loop to take it: done in a thread, never on this loop.
     job_id = await anyio.to_thread.run_sync(lambda: jobs.start(kind, session_id, client, work))
+    if TASK_MODE.get() is not None:
+        jobs.detach(job_id, client)
+        return Outcome(status="running", job=JobHandle(job_id=job_id, kind=kind, message="running as a task"))
     step = 0
 
     async def forward(message: str) -> None:
         nonlocal step
         step += 1
         await ctx.report_progress(step, message=message)
+        await send_log(ctx, "info", f"cuda-agent.{kind}", message)
 
     try:
         state = await jobs.wait(job_id, client, jobs.budget_s, forward)

@@ -24,7 +24,7 @@ from anyio.from_thread import BlockingPortal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import BuildProgress
-from cuda_agent_mcp.errors import UsageError
+from cuda_agent_mcp.errors import CudaAgentError, UsageError
 from cuda_agent_mcp.results import BuildResult, EvalResult, ProfileResult, VerifyResult
 
 R = TypeVar("R", bound=BaseModel)
@@ -63,6 +63,9 @@ class JobState(BaseModel):
     progress: str = Field("", description="the last progress message")
     result: BuildResult | VerifyResult | ProfileResult | EvalResult | None = None
     error: str | None = Field(None, description="why a failed job failed")
+    error_kind: Literal["tool", "internal"] | None = Field(
+        default=None, description="tool: the tool refused or failed as it says; internal: a crash of ours"
+    )
 
 
 class UnknownJob(UsageError):
@@ -165,7 +168,8 @@ class JobBoard:
             return JobState(status="cancelled", **common)  # type: ignore[arg-type]
         error = job.future.exception()
         if error is not None:
-            return JobState(status="failed", error=str(error) or type(error).__name__, **common)  # type: ignore[arg-type]
+            kind = "tool" if isinstance(error, CudaAgentError) else "internal"
+            return JobState(status="failed", error=readable_error(error), error_kind=kind, **common)  # type: ignore[arg-type]
         return JobState(status="done", result=job.future.result(), **common)  # type: ignore[arg-type]
 
     def detach(self, job_id: str, client: str) -> None:
@@ -183,6 +187,19 @@ class JobBoard:
         job.future.cancel()
         job.ended.wait(timeout=30)
         return self.state(job_id, client)
+
+    def cancel_session(self, session_id: str) -> int:
+        """Stop every running job of a session (it is ending); how many were running."""
+        with self._lock:
+            running = [j for j in self._jobs.values() if j.session_id == session_id and not j.future.done()]
+        for job in running:
+            job.future.cancel()
+        for job in running:
+            job.ended.wait(timeout=30)
+        return len(running)
+
+    def session_of(self, job_id: str, client: str) -> str:
+        return self._get(job_id, client).session_id
 
     def _loop(self) -> BlockingPortal:
         """The jobs' event loop, in a daemon thread (a pool thread would keep the process from exiting)."""
@@ -213,3 +230,11 @@ class JobBoard:
         done = sorted((j for j in self._jobs.values() if j.ended.is_set()), key=lambda j: j.started)
         for job in done[: max(0, len(done) - self.keep_done)]:
             del self._jobs[job.id]
+
+
+def readable_error(error: BaseException) -> str:
+    """An exception as the one line a tool answers with (ours say what to do; retryable ones say so)."""
+    if isinstance(error, CudaAgentError):
+        retry = " (temporary: retrying may work)" if getattr(error, "retryable", False) else ""
+        return f"{error}{retry}"
+    return str(error) or type(error).__name__

@@ -451,7 +451,7 @@ async def run_judge(
         # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
         async with _gpu_lease(session, exclusive=mode == "profile", device=device, progress=progress) as gpu:
             judge_started = time.monotonic()
-            env = judge_env(gpu, session.worker_backend)
+            env = judge_env(gpu, session.worker_backend, session.judge_tenant)
             await anyio.to_thread.run_sync(session.check_worker_backend, env)
             try:
                 report, startup_s = await session.judges.run(job, env, timeout_s)

@@ -4,11 +4,16 @@ A record is opened (`running`) when the judge is about to start and closed with 
 infrastructure error (`failed`). A process killed in between leaves `running` rows; whoever opens the
 journal next marks those whose owner process is gone as `interrupted`, so history survives a kill -9 and
 unfinished work is visible as such, never as a result. WAL mode: readers never block the writer.
+
+Only the trusted side (the tool layer) touches the file: it is private to its owner (0600) and no
+sandbox view shows it. A row that cannot be read back (hand-edited, from another version) is skipped
+and counted (`JournalListing.skipped`), never a failure of the caller.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import socket
@@ -19,7 +24,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+_log = logging.getLogger(__name__)
 
 RecordStatus = Literal["running", "done", "failed", "interrupted"]
 
@@ -68,6 +75,7 @@ class JournalListing(BaseModel):
 
     path: str
     records: list[JournalRecord]
+    skipped: int = Field(default=0, description="rows that could not be read back, left out")
 
 
 def _process_start(pid: int) -> str:
@@ -93,6 +101,8 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # private before the first byte
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -181,7 +191,11 @@ class Journal:
             )
 
     def records(self, *, limit: int = 50, session_id: str | None = None) -> list[JournalRecord]:
-        """The newest records first."""
+        """The newest records first (rows that cannot be read are left out)."""
+        return self.listing(limit=limit, session_id=session_id).records
+
+    def listing(self, *, limit: int = 50, session_id: str | None = None) -> JournalListing:
+        """The newest records first, and how many rows were skipped because they could not be read."""
         query = (
             "SELECT id, kind, session_id, task_id, task_hash, source_hash, status, verdict, started_at, "
             "finished_at, environment, result, error FROM evaluations"
@@ -193,28 +207,39 @@ class Journal:
         query += " ORDER BY started_at DESC LIMIT ?"
         with self._lock:
             rows = self._db.execute(query, (*params, limit)).fetchall()
-        return [
-            JournalRecord(
-                id=r[0],
-                kind=r[1],
-                session_id=r[2],
-                task_id=r[3],
-                task_hash=r[4],
-                source_hash=r[5],
-                status=r[6],
-                verdict=r[7],
-                started_at=r[8],
-                finished_at=r[9],
-                environment=json.loads(r[10]),
-                result=json.loads(r[11]) if r[11] else None,
-                error=r[12],
-            )
-            for r in rows
-        ]
+        records, skipped = [], 0
+        for row in rows:
+            try:
+                records.append(_record(row))
+            except (ValueError, TypeError, ValidationError) as exc:
+                skipped += 1
+                _log.warning("journal %s: row %r skipped, it cannot be read (%s)", self.path, row[0], exc)
+        return JournalListing(path=str(self.path), records=records, skipped=skipped)
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _record(r: tuple[Any, ...]) -> JournalRecord:
+    environment, result = json.loads(r[10]), json.loads(r[11]) if r[11] else None
+    if not isinstance(environment, dict) or not (result is None or isinstance(result, dict)):
+        raise ValueError("environment and result must be JSON objects")
+    return JournalRecord(
+        id=r[0],
+        kind=r[1],
+        session_id=r[2],
+        task_id=r[3],
+        task_hash=r[4],
+        source_hash=r[5],
+        status=r[6],
+        verdict=r[7],
+        started_at=r[8],
+        finished_at=r[9],
+        environment=environment,
+        result=result,
+        error=r[12],
+    )
 
 
 _open: dict[Path, Journal] = {}

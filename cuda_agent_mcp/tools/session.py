@@ -21,9 +21,16 @@ from cuda_agent_mcp.build import (
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.evaluator.container_worker import gpu_worker_problem, judge_gpu
 from cuda_agent_mcp.evaluator.judge_service import WORKERS_ENV, JudgePool, WorkerBackend, shared_judge_pool
-from cuda_agent_mcp.executors import DockerExecutor, Executor, default_executor
+from cuda_agent_mcp.executors import (
+    DockerExecutor,
+    Executor,
+    SandboxPolicy,
+    default_executor,
+    isolating_executor,
+)
 from cuda_agent_mcp.executors.docker import IMAGE_ENV
 from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
+from cuda_agent_mcp.executors.quota import SessionQuotas
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.tools.journal import Journal, open_journal
@@ -36,7 +43,9 @@ class Session:
 
     task: Task
     workspace: Workspace
-    executor: Executor = field(default_factory=default_executor)
+    # Builds run here (default: $CUDA_AGENT_EXECUTOR, the sandbox unless asked otherwise, with the
+    # session's file-size and process quotas).
+    executor: Executor = None  # type: ignore[assignment]
     cache_dir: Path = field(default_factory=default_cache_dir)
     build_limits: BuildLimits = field(default_factory=BuildLimits)
     # One scheduler per process, shared by all its sessions; None (a CLI run) means no leasing.
@@ -50,19 +59,46 @@ class Session:
     # trainer, never by the agent under test): evaluations draw a fixed sequence derived from it, so an
     # episode's verify inputs can be replayed. Timings stay measurements.
     seed: int | None = None
+    quotas: SessionQuotas = field(default_factory=SessionQuotas)
+    # Whether this session laid out its workspace (then its files are lent to the session's uid for good);
+    # a directory opened in place gets its owner back after every command.
+    workspace_owned: bool = False
+    # Set when the reference came from a client the server does not trust with other clients' work (an
+    # MCP client's own reference_source): its judges are its own, never shared with other clients'.
+    judge_tenant: str | None = None
     _builder: Builder | None = field(default=None, init=False, repr=False)
+    _run_executor: Executor | None = field(default=None, init=False, repr=False)
     _seeds_drawn: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.executor is None:
+            self.executor = default_executor(self.sandbox_policy)
         if self.journal is None:
             self.journal = open_journal(self.cache_dir / "journal.sqlite")
+
+    @property
+    def sandbox_policy(self) -> SandboxPolicy:
+        return SandboxPolicy(
+            max_file_bytes=self.quotas.file_bytes,
+            max_processes=self.quotas.processes,
+            max_cpu_seconds=self.quotas.cpu_seconds,
+        )
+
+    @property
+    def run_executor(self) -> Executor:
+        """Where the agent's own commands run: always an isolating executor (the session's when it
+        isolates), one per session so they keep one uid."""
+        if self._run_executor is None:
+            self._run_executor = isolating_executor(self.executor, self.sandbox_policy)
+        return self._run_executor
 
     @classmethod
     def create(
         cls, task: Task, directory: str | Path, *, overwrite: bool = False, **options: object
     ) -> Session:
         """Lay out a new workspace for `task` and open a session on it."""
-        return cls(task, Workspace.create(task, directory, overwrite=overwrite), **options)  # type: ignore[arg-type]
+        workspace = Workspace.create(task, directory, overwrite=overwrite)
+        return cls(task, workspace, workspace_owned=True, **options)  # type: ignore[arg-type]
 
     @classmethod
     def open(cls, directory: str | Path, **options: object) -> Session:
@@ -91,7 +127,7 @@ class Session:
         2 s) overlaps the build instead of the next verify. True when a start began."""
         if self.scheduler is not None or not _HAS_GPU_DEVICE.exists():
             return False
-        return self.judges.prewarm(judge_env(None, self.worker_backend))
+        return self.judges.prewarm(judge_env(None, self.worker_backend, self.judge_tenant))
 
     @property
     def worker_backend(self) -> WorkerBackend:
@@ -122,10 +158,16 @@ class Session:
 _HAS_GPU_DEVICE = Path("/dev/nvidiactl")
 
 
-def judge_env(leased_gpu: int | None, workers: WorkerBackend = "fork") -> dict[str, str]:
+JUDGE_TENANT_ENV = "CUDA_AGENT_JUDGE_TENANT"
+
+
+def judge_env(
+    leased_gpu: int | None, workers: WorkerBackend = "fork", tenant: str | None = None
+) -> dict[str, str]:
     """The environment judge servers (and their workers) run with: scrubbed, plus the GPU selection
-    (the leased GPU, else the caller's own CUDA_VISIBLE_DEVICES) and where workers run (forked, or in
-    containers: then also the engine and image). Pool keys are built from it."""
+    (the leased GPU, else the caller's own CUDA_VISIBLE_DEVICES), where workers run (forked, or in
+    containers: then also the engine and image) and the tenant whose own references the judge imports
+    (so judges never mix clients' references). Pool keys are built from it."""
     if leased_gpu is not None:
         selection = {"CUDA_VISIBLE_DEVICES": str(leased_gpu)}
     else:
@@ -133,4 +175,5 @@ def judge_env(leased_gpu: int | None, workers: WorkerBackend = "fork") -> dict[s
     backend = {WORKERS_ENV: workers}
     if workers == "docker":
         backend |= {k: v for k in ("DOCKER_HOST", IMAGE_ENV) if (v := os.environ.get(k)) is not None}
-    return scrubbed_env({"PYTHONPATH": child_python_path(), **selection, **backend})
+    owner = {JUDGE_TENANT_ENV: tenant} if tenant else {}
+    return scrubbed_env({"PYTHONPATH": child_python_path(), **selection, **backend, **owner})

@@ -66,7 +66,8 @@ def test_a_cpu_task_audit_of_a_task_with_large_outputs_judges_every_null_candida
     result = one_json(done)
     assert (result["verdict"], done.returncode) == ("sound", 0), result
     assert all(
-        c["verdict_status"] in ("wrong_output", "contract_violation", "rejected") for c in result["null_candidates"]
+        c["verdict_status"] in ("wrong_output", "contract_violation", "rejected")
+        for c in result["null_candidates"]
     ), result["null_candidates"]
 
 

@@ -101,12 +101,15 @@ def test_thirty_two_concurrent_sessions_compile_without_failure(url: str) -> Non
     async def one(client: Client, results: list) -> None:
         started = await client.call_tool("start_session", {"task_id": "examples/relu"})
         session = started.structured_content["session_id"]
+        # Full isolation: every session's commands and builds run in a view, as a uid of their own.
+        assert {"filesystem", "pid", "network"} <= set(started.structured_content["isolation"])
         for name, text in kernels.items():
             await client.call_tool(
                 "write_file", {"session_id": session, "path": f"kernels/{name}", "content": text}
             )
         built = await client.call_tool("compile", {"session_id": session})
-        content = (built.structured_content or {}).get("result") or {}
+        # A cold cache on a loaded machine may pass the budget: then the job handle is followed.
+        content = await _wait(client, built) if not built.is_error else {}
         results.append((built.is_error, content.get("ok"), content.get("summary") or built.content))
 
     async def work():

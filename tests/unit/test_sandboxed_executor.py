@@ -104,12 +104,17 @@ def test_the_result_reports_the_command_as_given(tmp_path: Path) -> None:
 
 
 def test_the_executor_is_chosen_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cuda_agent_mcp.errors import UsageError
+    from cuda_agent_mcp.errors import IsolationUnavailable, UsageError
     from cuda_agent_mcp.executors import default_executor
 
     monkeypatch.setenv("CUDA_AGENT_EXECUTOR", "sandbox")
     assert isinstance(default_executor(), SandboxedExecutor)
     monkeypatch.delenv("CUDA_AGENT_EXECUTOR")
+    assert isinstance(default_executor(), SandboxedExecutor)  # isolated unless asked otherwise
+    monkeypatch.setenv("CUDA_AGENT_EXECUTOR", "local")
+    with pytest.raises(IsolationUnavailable, match="CUDA_AGENT_ALLOW_REDUCED_ISOLATION=1"):
+        default_executor()
+    monkeypatch.setenv("CUDA_AGENT_ALLOW_REDUCED_ISOLATION", "1")
     assert isinstance(default_executor(), LocalExecutor)
     monkeypatch.setenv("CUDA_AGENT_EXECUTOR", "docker")
     assert isinstance(default_executor(), DockerExecutor)
