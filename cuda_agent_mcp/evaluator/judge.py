@@ -92,6 +92,7 @@ CHECK_EVERY = 4
 # candidate is taken to behave differently when it is observed.
 OBSERVED_SLOWDOWN_LIMIT = 1.15
 CALIBRATION_CALLS = 6
+BASELINE_FILE_BYTES = 4 << 30
 
 
 class VerdictReached(Exception):
@@ -274,7 +275,9 @@ class Judge:
             compile_model=compile_model,
             device=self.job.device,
             confine_filesystem=confine,
-            max_file_bytes=self.max_file_bytes,
+            # Baselines load only the reference (trusted code): torch.compile's caches (inductor's
+            # precompiled header is over 64 MiB on the CPU) get room; candidates get the task's limit.
+            max_file_bytes=self.max_file_bytes if confine else BASELINE_FILE_BYTES,
         )
         try:
             with self.clock.phase("worker_load"):

@@ -136,7 +136,9 @@ def test_without_landlock_the_build_takes_a_bubblewrap_view_or_is_refused(
 ) -> None:
     monkeypatch.delenv(REDUCED_ISOLATION_ENV, raising=False)
     fallback = plan_view(LocalExecutor(), landlock=0, bubblewrap=True)
-    assert fallback.layers == ("bubblewrap",) and isinstance(fallback.executor, SandboxedExecutor)
+    assert fallback.layers in (("namespaces",), ("bubblewrap",)) and isinstance(
+        fallback.executor, SandboxedExecutor
+    )
     assert not fallback.landlock
     with pytest.raises(ExecutorUnavailable) as refused:
         plan_view(LocalExecutor(), landlock=0, bubblewrap=False)
@@ -159,7 +161,7 @@ def test_objects_built_without_a_view_never_serve_a_confined_build(
 
     session = new_session("relu", tmp_path / "ws", shared_build_cache)
     confined = anyio.run(session.builder.build, session.workspace, BuildFlags())
-    assert confined.ok and confined.confinement == ["landlock"]
+    assert confined.ok and confined.confinement[0] == "landlock"  # and the executor's own view, if any
     reduced_view = BuildView(layers=("none",), executor=LocalExecutor(), landlock=False)
     builder = Builder(
         discover_toolchain(), BuildCache(shared_build_cache), LocalExecutor(), view=reduced_view
