@@ -22,6 +22,7 @@ from rich.progress import (
 from cuda_agent_mcp.build import BuildProgress, default_cache_dir
 from cuda_agent_mcp.cli import render
 from cuda_agent_mcp.cli.agent_commands import optimize_command, policy_app, trajectories_app
+from cuda_agent_mcp.cli.bench_commands import bench_app
 from cuda_agent_mcp.cli.common import emit_json as _emit_json
 from cuda_agent_mcp.cli.common import err, out
 from cuda_agent_mcp.cli.common import run as _run
@@ -56,6 +57,7 @@ app.add_typer(tasks_app, name="tasks")
 app.add_typer(workspace_app, name="workspace")
 app.add_typer(policy_app, name="policy")
 app.add_typer(trajectories_app, name="trajectories")
+app.add_typer(bench_app, name="bench")
 app.command("optimize")(optimize_command)
 
 T = TypeVar("T")

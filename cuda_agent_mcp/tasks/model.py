@@ -48,6 +48,11 @@ class TaskPolicy(BaseModel):
         description="verify also runs a trial at larger, odd sizes of the task's size globals "
         "(batch_size, dim, ...), so kernels that bake in the visible shape fail",
     )
+    torch_headers_in_cuda: bool = Field(
+        default=False,
+        description="compile .cu units with torch's headers, as load_inline does: only for KernelBench "
+        "single-file solutions scored under the 'kernelbench' rule set (bench/rules.py)",
+    )
 
 
 class TaskSource(BaseModel):

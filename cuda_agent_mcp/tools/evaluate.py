@@ -69,6 +69,11 @@ class VerifyRequest(BaseModel):
     precision_check: bool = Field(
         True, description="refuse fp32/fp64 outputs whose error norm shows lower-precision arithmetic"
     )
+    torch_glue: bool = Field(
+        default=False,
+        description="the 'kernelbench' rule set: PyTorch ops in ModelNew and host code are allowed (the "
+        "audit's torch_compute rule and the runtime op audit are off); every other check stays",
+    )
     timeout_s: float = Field(600.0, gt=0)
 
 
@@ -168,7 +173,7 @@ async def _verify(
             distributions=[],
             wall_s=round(time.monotonic() - started, 3),
         )
-    if request.audit and (findings := audit_workspace(session.workspace.root, session.task.vendor_libraries)):
+    if request.audit and (findings := _audit(session, torch_glue=request.torch_glue)):
         return VerifyResult(
             verdict=Rejected(reason="forbidden_op", message=_describe(findings), findings=findings),
             source_hash=build.source_hash,
@@ -189,7 +194,7 @@ async def _verify(
         rtol=tolerance[1],
         timeout_s=request.timeout_s,
         timeouts=Timeouts(call_s=request.call_timeout_s),
-        op_audit=request.audit,
+        op_audit=request.audit and not request.torch_glue,
         max_error_norm=PRECISION_NORM_LIMIT if request.precision_check else None,
     )
     return VerifyResult(
@@ -314,6 +319,12 @@ def worth_remeasuring(report: JudgeReport, max_cv: float) -> bool:
     return isinstance(report.verdict, Rejected) and report.verdict.reason == "timing_disagreement"
 
 
+def _audit(session: Session, *, torch_glue: bool) -> list[AuditFinding]:
+    findings = audit_workspace(session.workspace.root, session.task.vendor_libraries)
+    # KernelBench lets ModelNew keep PyTorch ops around its kernels; its other rules still hold.
+    return [f for f in findings if f.rule != "torch_compute"] if torch_glue else findings
+
+
 def _describe(findings: list[AuditFinding]) -> str:
     first = findings[0]
     where = f"{first.file}:{first.line}" if first.line else first.file
@@ -333,7 +344,7 @@ async def run_judge(
     session: Session,
     stage_candidate: Callable[[Path], None],
     *,
-    mode: Literal["verify", "profile"],
+    mode: Literal["verify", "profile", "baselines"],
     device: str,
     seeds: list[int],
     atol: float,
@@ -376,7 +387,8 @@ async def run_judge(
             vendor_libraries=list(session.task.vendor_libraries),
         )
         # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
-        async with _gpu_lease(session, exclusive=mode == "profile", device=device, progress=progress) as gpu:
+        exclusive = mode != "verify"
+        async with _gpu_lease(session, exclusive=exclusive, device=device, progress=progress) as gpu:
             judge_started = time.monotonic()
             env = judge_env(gpu, session.worker_backend)
             await anyio.to_thread.run_sync(session.check_worker_backend, env)

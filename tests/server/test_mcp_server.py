@@ -32,6 +32,7 @@ TORCH_MODEL_NEW = (
 TOOLS = {
     "list_tasks", "start_session", "end_session", "session_status", "read_file", "write_file", "edit_file",
     "list_files", "search_files", "compile", "verify", "profile", "evaluate", "run", "wait_job", "cancel_job",
+    "suite_summary",
 }  # fmt: skip
 
 
