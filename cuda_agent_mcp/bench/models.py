@@ -54,6 +54,10 @@ class SuiteRequest(_Frozen):
     ids: list[str] = Field(default_factory=list, description="only these task ids (unknown ids are refused)")
     contains: str | None = Field(default=None, description="only ids or names containing this")
     limit: int | None = Field(default=None, ge=1, description="the first N selected tasks")
+    only_with_solutions: bool = Field(
+        default=False,
+        description="leave out the selected tasks that have no solution (instead of failing them)",
+    )
     solutions: SolutionSpec
     rules: RuleSet = "cuda-agent"
     device: Literal["cuda", "cpu"] = "cuda"
@@ -79,7 +83,18 @@ class SuiteRequest(_Frozen):
     def identity(self) -> dict[str, object]:
         """What makes two requests the same run (a resumed run must match its manifest on these)."""
         return self.model_dump(
-            include={"sources", "levels", "ids", "contains", "limit", "solutions", "rules", "device", "audit"}
+            include={
+                "sources",
+                "levels",
+                "ids",
+                "contains",
+                "limit",
+                "only_with_solutions",
+                "solutions",
+                "rules",
+                "device",
+                "audit",
+            }
         )
 
 
@@ -139,7 +154,13 @@ class TaskRow(_Frozen):
     build: BuildStats | None = None
     journal_record: str | None = Field(default=None, description="the evaluate record in the journal")
     environment: dict[str, str] = Field(default_factory=dict)
-    wall_s: float = 0.0
+    wall_s: float = Field(default=0.0, description="the task's whole time in the run")
+    evaluation_s: float | None = Field(default=None, description="verify + profile, as the tools timed them")
+    timed_s: float | None = Field(
+        default=None,
+        description="the kernel's own timed samples (samples x mean): what profiling cannot save",
+    )
+    phases_s: dict[str, float] = Field(default_factory=dict, description="verify.* and profile.* phases")
 
     def speedup(self, baseline: Baseline) -> float | None:
         return self.speedup_vs_eager if baseline == "eager" else self.speedup_vs_compile

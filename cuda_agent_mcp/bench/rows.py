@@ -87,6 +87,9 @@ def row_from_evaluation(task: Task, kind: SolutionKind | None, result: EvalResul
         "reward": result.reward,
         "verify_verdict": verify.verdict,
         "environment": (profile or verify).environment,
+        "evaluation_s": round(verify.wall_s + (profile.wall_s if profile else 0.0), 3),
+        "phases_s": {f"verify.{k}": v for k, v in verify.phases_s.items()}
+        | ({f"profile.{k}": v for k, v in profile.phases_s.items()} if profile else {}),
     }
     if not isinstance(verify.verdict, Passed):
         return TaskRow(
@@ -105,6 +108,9 @@ def row_from_evaluation(task: Task, kind: SolutionKind | None, result: EvalResul
         "eager_ms": profile.eager.median_ms if profile.eager else None,
         "compile_ms": profile.compiled.median_ms if profile.compiled else None,
         "candidate_ms": profile.candidate.median_ms if profile.candidate else None,
+        "timed_s": round(profile.candidate.samples * profile.candidate.mean_ms / 1e3, 4)
+        if profile.candidate
+        else None,
     }
     if not isinstance(profile.verdict, Passed):
         return TaskRow(

@@ -30,13 +30,14 @@ from cuda_agent_mcp.bench import (
 )
 from cuda_agent_mcp.bench.baseline_run import BaselineRun, BaselineRunProgress, measure_table
 from cuda_agent_mcp.bench.baselines import load_table
+from cuda_agent_mcp.bench.browser import open_page
 from cuda_agent_mcp.bench.published import RatioSummary, compare_with_published
 from cuda_agent_mcp.bench.report import write_report
 from cuda_agent_mcp.bench.rundir import read_run
 from cuda_agent_mcp.bench.selection import select_tasks
 from cuda_agent_mcp.bench.summary import run_directory
 from cuda_agent_mcp.build import default_cache_dir
-from cuda_agent_mcp.cli.common import emit_json, err, out, run
+from cuda_agent_mcp.cli.common import emit_json, err, guarded, out, run
 
 bench_app = typer.Typer(
     help="Score a task set's solutions: pass rate, fast_p, geomean speedups, SOL, and an HTML report.",
@@ -103,6 +104,10 @@ def bench_run(
     ids_file: IdsFileOption = None,
     contains: ContainsOption = None,
     limit: LimitOption = None,
+    only_with_solutions: Annotated[
+        bool,
+        typer.Option(help="leave out selected tasks without a solution instead of counting them as failed"),
+    ] = False,
     rules: Annotated[str, typer.Option(help="cuda-agent (the paper's rules) or kernelbench")] = "cuda-agent",
     device: DeviceOption = "cuda",
     no_audit: Annotated[
@@ -142,6 +147,7 @@ def bench_run(
             ids=_ids(id, ids_file),
             contains=contains,
             limit=limit,
+            only_with_solutions=only_with_solutions,
             solutions=spec,
             rules=rules,  # type: ignore[arg-type]
             device=device,  # type: ignore[arg-type]
@@ -295,17 +301,30 @@ def bench_show(
 @bench_app.command("report")
 def bench_report(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="a report directory or a run id")],
+    screenshot: Annotated[
+        Path | None, typer.Option(help="also open the page in headless chromium and save a screenshot here")
+    ] = None,
 ) -> None:
     """Write a run's report.html, summary.json and rows.csv again from its rows (e.g. after installing the
-    report extra)."""
+    report extra); optionally check the page in chromium and keep a screenshot."""
 
     async def work() -> list[str]:
         directory = run_directory(default_cache_dir(), run_ref)
         summary = summary_of(directory)
         return write_report(directory, summary, read_run(directory)[1])
 
-    for path in run(work):
+    paths = run(work)
+    for path in paths:
         out.print(path)
+    if screenshot is not None:
+        page = next(Path(p) for p in paths if p.endswith("report.html"))
+        opened = guarded(open_page, page, screenshot)
+        if opened.console or opened.screenshot is None:
+            err.print(
+                f"[red]error:[/] the page did not load cleanly: {escape('; '.join(opened.console)[:500])}"
+            )
+            raise typer.Exit(1)
+        out.print(f"screenshot: {opened.screenshot}")
 
 
 @bench_app.command("baselines")

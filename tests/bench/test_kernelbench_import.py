@@ -18,6 +18,7 @@ from cuda_agent_mcp.bench.kernelbench_import import (
     rewrite_model_new,
 )
 from cuda_agent_mcp.bench.rules import task_under
+from cuda_agent_mcp.bench.runner import KERNELBENCH_BUILD_LIMITS
 from cuda_agent_mcp.evaluator.audit import audit_workspace
 from cuda_agent_mcp.executors import LocalExecutor
 from cuda_agent_mcp.tasks import load_task_file
@@ -150,7 +151,10 @@ def test_an_imported_solution_builds_under_the_kernelbench_rules_with_torch_head
     shutil.copy(EXAMPLES / "relu" / "model.py", reference)
     task = load_task_file(reference, task_id="cpu/relu")
     session = Session.create(
-        task_under("kernelbench", task, "kernelbench"), tmp_path / "ws", cache_dir=shared_build_cache
+        task_under("kernelbench", task, "kernelbench"),
+        tmp_path / "ws",
+        cache_dir=shared_build_cache,
+        build_limits=KERNELBENCH_BUILD_LIMITS,
     )
     restore(session, result.files)
     build = anyio.run(lambda: compile_kernels(session))
