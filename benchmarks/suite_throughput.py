@@ -31,8 +31,8 @@ KERNELBENCH = REPO.parent / "shared" / "benchmarks" / "kernelbench"
 SOLUTIONS = REPO / "benchmarks" / "suites" / "workspaces" / "kernelbench" / "level1"
 
 
-def build_tree(root: Path, count: int) -> tuple[Path, Path]:
-    problems = {int(p.name.split("_")[0]): p for p in (KERNELBENCH / "level1").glob("*.py")}
+def build_tree(root: Path, count: int, kernelbench: Path) -> tuple[Path, Path]:
+    problems = {int(p.name.split("_")[0]): p for p in (kernelbench / "level1").glob("*.py")}
     available = sorted(int(d.name) for d in SOLUTIONS.iterdir() if (d / "model_new.py").is_file())
     tasks, solutions = root / "tasks", root / "solutions"
     (tasks / "level1").mkdir(parents=True)
@@ -46,7 +46,7 @@ def build_tree(root: Path, count: int) -> tuple[Path, Path]:
 
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="suite-throughput-") as tmp:
-        tasks, solutions = build_tree(Path(tmp), args.tasks)
+        tasks, solutions = build_tree(Path(tmp), args.tasks, args.kernelbench)
         request = SuiteRequest(
             sources=[str(tasks)],
             solutions=SolutionSpec(kind="workspaces", path=str(solutions)),
@@ -89,6 +89,9 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=100)
+    parser.add_argument(
+        "--kernelbench", type=Path, default=KERNELBENCH, help="the KernelBench tree (level1/ ...)"
+    )
     parser.add_argument("--baselines", type=Path, nargs="*", default=[REPO / "benchmarks" / "baselines"])
     parser.add_argument("--budget", type=float, default=1.0)
     parser.add_argument("--trials", type=int, default=5)

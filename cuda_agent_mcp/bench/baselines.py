@@ -46,7 +46,7 @@ class BaselineEnvironment(_Frozen):
 
     def slug(self) -> str:
         text = f"{self.gpu}_driver-{self.driver}_cuda-{self.cuda}_torch-{self.torch}"
-        return re.sub(r"[^A-Za-z0-9.+-]+", "-", text).strip("-").lower()
+        return re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-").lower()
 
 
 class BaselineEntry(_Frozen):

@@ -21,7 +21,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import anyio
+from pydantic import ValidationError
 
+from cuda_agent_mcp.agent.client import PolicyClient
+from cuda_agent_mcp.agent.policy import Budgets, PolicyPreset
 from cuda_agent_mcp.agent.snapshot import restore
 from cuda_agent_mcp.bench import baselines as tables
 from cuda_agent_mcp.bench.kernelbench_import import import_kernelbench_solution
@@ -81,6 +84,7 @@ async def run_suite(
     there, if it is this one). Candidate failures are rows; UsageError before anything runs for bad
     requests; the report is written also when the run is interrupted."""
     check_rules(request.rules, request.solutions.kind)
+    policy = _policy(request)
     tasks = select_tasks(request, catalog)
     solutions, ignored = find_solutions(request.solutions, tasks)
     if request.only_with_solutions and request.solutions.kind != "policy":
@@ -113,6 +117,7 @@ async def run_suite(
         build_limit=anyio.CapacityLimiter(max(2, (os.cpu_count() or 2) // 2)),
         progress=progress,
         work=out / "work",
+        policy=policy,
     )
     shutil.rmtree(ctx.work, ignore_errors=True)  # workspaces a killed run left behind
     ctx.prepare_baselines(tasks)
@@ -142,6 +147,33 @@ async def run_suite(
     )
 
 
+@dataclass(frozen=True)
+class _Policy:
+    preset: PolicyPreset
+    client: PolicyClient
+    budgets: Budgets | None
+
+
+def _policy(request: SuiteRequest) -> _Policy | None:
+    """The policy of a policy run, checked before anything runs (preset, endpoint, the agent extra)."""
+    spec = request.solutions
+    if spec.kind != "policy":
+        return None
+    from cuda_agent_mcp import agent
+
+    try:
+        preset = agent.load_policy(spec.policy)
+        if spec.model:
+            preset = preset.model_copy(
+                update={"model": spec.model, "served_model_name": None, "lora_adapter": None}
+            )
+        client = agent.PolicyClient(preset, spec.base_url)
+    except CudaAgentError as exc:
+        raise UsageError(str(exc)) from None
+    budgets = preset.budgets.model_copy(update={"max_turns": spec.max_turns}) if spec.max_turns else None
+    return _Policy(preset=preset, client=client, budgets=budgets)
+
+
 @dataclass
 class _Context:
     request: SuiteRequest
@@ -163,6 +195,7 @@ class _Context:
     known_failures: dict[str, str] = field(default_factory=dict)
     judge_identities: set[tuple[str, str]] = field(default_factory=set)
     writer: tables.TableWriter | None = None
+    policy: _Policy | None = None
 
     # -- baselines -------------------------------------------------------------------------------
 
@@ -221,7 +254,7 @@ class _Context:
             row = await self._score(task)
         except GpuUnavailable:
             raise  # every GPU is drained: nothing more can be measured
-        except CudaAgentError as exc:
+        except (CudaAgentError, OSError) as exc:  # ours or the machine's: never scored, run again next time
             row = simple_row(task, self._kind(), None, "infra_error", "infrastructure", str(exc))
         self.running.remove(task.id)
         self.run_dir.append(row)
@@ -339,22 +372,15 @@ class _Context:
         the policy could not run, or ''."""
         from cuda_agent_mcp import agent  # the agent extra: only policy runs need it
 
-        spec = self.request.solutions
-        preset = agent.load_policy(spec.policy)
-        if spec.model:
-            preset = preset.model_copy(
-                update={"model": spec.model, "served_model_name": None, "lora_adapter": None}
-            )
-        budgets = preset.budgets.model_copy(update={"max_turns": spec.max_turns}) if spec.max_turns else None
+        assert self.policy is not None
         settings = agent.EnvironmentSettings(device=self.request.device, audit=self.request.audit)
-        client = agent.PolicyClient(preset, spec.base_url)
         result = await agent.run_episode(
             session,
-            preset,
-            client,
+            self.policy.preset,
+            self.policy.client,
             self.run_dir.path / "trajectories" / f"{slug}.jsonl",
             settings=settings,
-            budgets=budgets,
+            budgets=self.policy.budgets,
         )
         return f"the policy endpoint failed: {result.error}" if result.stop_reason == "endpoint_error" else ""
 
@@ -363,7 +389,10 @@ class _Context:
         for record in session.journal.records(session_id=session.id, limit=20):
             done = record.kind == "evaluate" and record.status == "done" and record.result is not None
             if done and record.source_hash == source_hash:
-                return EvalResult.model_validate(record.result)
+                try:
+                    return EvalResult.model_validate(record.result)
+                except ValidationError:  # written by another version of the tools: measure again
+                    return None
         return None
 
     async def _retrying(self, work: Callable[[], Awaitable[T]]) -> T:
