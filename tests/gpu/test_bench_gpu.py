@@ -47,7 +47,9 @@ def test_the_examples_score_as_a_suite_and_their_baselines_are_measured_once(tmp
     assert all(r.baselines_cached for r in again.rows)
 
 
-def test_a_kernelbench_single_file_solution_scores_on_the_gpu_under_the_kernelbench_rules(tmp_path: Path) -> None:
+def test_a_kernelbench_single_file_solution_scores_on_the_gpu_under_the_kernelbench_rules(
+    tmp_path: Path,
+) -> None:
     solutions = tmp_path / "files" / "examples"
     solutions.mkdir(parents=True)
     shutil.copy(REPO / "tests" / "fixtures" / "kernelbench_style" / "relu_dispatch.py", solutions / "relu.py")

@@ -4,7 +4,16 @@
 
 #include <cstdint>
 
-__device__ __forceinline__ float apply(float v, float p) { return tanhf(v); }
+// tanh through expm1: under --use_fast_math (always on) tanhf becomes tanh.approx.f32, whose ~2^-11
+// relative error would fail an fp32 task's error-norm check; expm1f stays within a few ulp.
+__device__ __forceinline__ float precise_tanh(float v) {
+  float a = fabsf(v);
+  if (a > 9.f) return copysignf(1.f, v);  // tanh(9) rounds to 1 in fp32
+  float e = expm1f(2.f * a);
+  return copysignf(e / (e + 2.f), v);
+}
+
+__device__ __forceinline__ float apply(float v, float p) { return precise_tanh(v); }
 
 __global__ void tanh_act_vec4_kernel(const float4* __restrict__ x, float4* __restrict__ y, int64_t n4, float p) {
   int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;

@@ -6,8 +6,17 @@
 
 #include <cstdint>
 
-__device__ __forceinline__ float epilogue(float v, float a, float b) { float z = v * tanhf((v > 20.f ? v : log1pf(expf(v))));
-  return z * tanhf((z > 20.f ? z : log1pf(expf(z)))); }
+// tanh through expm1: under --use_fast_math (always on) tanhf becomes tanh.approx.f32, whose ~2^-11
+// relative error would fail an fp32 task's error-norm check; expm1f stays within a few ulp.
+__device__ __forceinline__ float precise_tanh(float v) {
+  float a = fabsf(v);
+  if (a > 9.f) return copysignf(1.f, v);  // tanh(9) rounds to 1 in fp32
+  float e = expm1f(2.f * a);
+  return copysignf(e / (e + 2.f), v);
+}
+
+__device__ __forceinline__ float epilogue(float v, float a, float b) { float z = v * precise_tanh((v > 20.f ? v : log1pf(expf(v))));
+  return z * precise_tanh((z > 20.f ? z : log1pf(expf(z)))); }
 
 __global__ void linear_mish_mish_epilogue_kernel(float* __restrict__ y, const float* __restrict__ bias, int64_t rows,
                                        int64_t cols, float a, float b) {
