@@ -366,8 +366,14 @@ def bench_baselines(
             text = f"baselines ({event.skipped} already in the table, {event.failed} failed) · {event.last}"
             bar.update(job, description=escape(text), completed=event.done, total=event.total)
 
-    with bar or _nothing():
-        result = run(lambda: measure_table(selection, table_dir, progress=on_progress))
+    try:
+        with bar or _nothing():
+            result = run(lambda: measure_table(selection, table_dir, progress=on_progress))
+    except KeyboardInterrupt:
+        err.print(
+            f"interrupted: every baseline measured so far is in {table_dir}; run the same command to continue"
+        )
+        raise typer.Exit(1) from None
     comparison = None
     if compare is not None:
         catalog_tasks = select_tasks(selection.model_copy(update={"limit": None}))
