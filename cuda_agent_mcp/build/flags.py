@@ -45,6 +45,22 @@ class BuildFlags(BaseModel):
     vendor_libraries: tuple[str, ...] = Field(
         (), description="vendor libraries the extension links (cublas, cudnn), by task policy"
     )
+    torch_headers: bool = Field(
+        default=False,
+        description=".cu units see torch's headers, with the nvcc flags torch's load_inline passes "
+        "(imported KernelBench solutions only; see docs/DECISIONS.md)",
+    )
+
+
+# What torch.utils.cpp_extension passes nvcc for every extension (COMMON_NVCC_FLAGS): KernelBench sources
+# are written against these.
+TORCH_NVCC_FLAGS = (
+    "-D__CUDA_NO_HALF_OPERATORS__",
+    "-D__CUDA_NO_HALF_CONVERSIONS__",
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+    "-D__CUDA_NO_HALF2_OPERATORS__",
+    "--expt-relaxed-constexpr",
+)
 
 
 def nvcc_command(
@@ -61,6 +77,14 @@ def nvcc_command(
     if flags.use_fast_math:
         cmd.append("--use_fast_math")
     cmd += [f"-I{d}" for d in include_dirs]
+    if flags.torch_headers:
+        cmd += [
+            *TORCH_NVCC_FLAGS,
+            "-DTORCH_API_INCLUDE_EXTENSION_H",
+            f"-DTORCH_EXTENSION_NAME={EXTENSION_NAME}",
+        ]
+        for directory in tc.system_include_dirs:
+            cmd += ["-isystem", str(directory)]
     cmd += [f"-I{d}" for d in tc.cuda_include_dirs]
     return cmd
 

@@ -27,6 +27,7 @@ from cuda_agent_mcp.build import BuildProgress, default_cache_dir
 from cuda_agent_mcp.build.flags import check_arch
 from cuda_agent_mcp.cli import render
 from cuda_agent_mcp.cli.agent_commands import optimize_command, policy_app, trajectories_app
+from cuda_agent_mcp.cli.bench_commands import bench_app
 from cuda_agent_mcp.cli.common import (
     ErrorDetails,
     ErrorOutput,
@@ -80,6 +81,7 @@ app.add_typer(tasks_app, name="tasks")
 app.add_typer(workspace_app, name="workspace")
 app.add_typer(policy_app, name="policy")
 app.add_typer(trajectories_app, name="trajectories")
+app.add_typer(bench_app, name="bench")
 app.command("optimize", short_help="Run the agent loop: a policy over the OpenAI wire format (GPU).")(
     optimize_command
 )

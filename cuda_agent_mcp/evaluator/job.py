@@ -52,7 +52,10 @@ class EvalJob(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    mode: Literal["verify", "profile"]
+    mode: Literal["verify", "profile", "baselines"] = Field(
+        description="baselines: only the reference's eager and torch.compile timings (the candidate is not "
+        "loaded), so a suite can tell a failing task from a failing candidate"
+    )
     reference_path: str = Field(description="pristine model.py, owned by the harness")
     candidate_dir: str = Field(description="private copy holding model_new.py and cuda_extension.so")
     device: str = "cuda"

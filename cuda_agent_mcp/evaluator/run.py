@@ -10,11 +10,14 @@ from cuda_agent_mcp.evaluator.baselines import measure_baselines
 from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
 from cuda_agent_mcp.evaluator.judge import Judge, VerdictReached
 from cuda_agent_mcp.evaluator.kernels import foreign_work
+from cuda_agent_mcp.evaluator.protocol import FrameError
 from cuda_agent_mcp.evaluator.refs import remove_shm_files, shm_tag
+from cuda_agent_mcp.evaluator.socket_worker import WorkerStartFailed
 from cuda_agent_mcp.evaluator.sol import peaks_for, reference_work, speed_of_light
 from cuda_agent_mcp.evaluator.timing import physical_floor_ms
-from cuda_agent_mcp.evaluator.worker_client import Worker, WorkerPool
-from cuda_agent_mcp.results import KernelBreakdown, Passed, Rejected
+from cuda_agent_mcp.evaluator.transport import TransportError
+from cuda_agent_mcp.evaluator.worker_client import Worker, WorkerLost, WorkerPool
+from cuda_agent_mcp.results import Crashed, KernelBreakdown, Passed, Rejected
 
 # On the CPU there is no profiler trace of device work: nothing there may be rewarded above correctness.
 NO_TRACE_ON_CPU = (
@@ -27,6 +30,8 @@ def run_job(
 ) -> JudgeReport:
     """Run one verify or profile job to a report. Candidate faults are verdicts; judge faults raise.
     `workers` holds workers started ahead (see server.py); without it each is started when needed."""
+    if job.mode == "baselines":
+        return _baselines_only(job, scratch, env, workers)
     tag = shm_tag()  # the judge's own shared-memory files (CPU tensors); each worker has its own tag
     judge = Judge(job, scratch, env, workers)
     gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
@@ -108,6 +113,58 @@ def run_job(
         if worker is not None:
             worker.close()
         judge.close()
+        remove_shm_files(tag)
+
+
+def _baselines_only(
+    job: EvalJob, scratch: Path, env: dict[str, str], workers: WorkerPool | None
+) -> JudgeReport:
+    """The reference's eager and torch.compile timings alone. Any failure here is the task's (its reference
+    does not build, run or time on this device), reported as a verdict the caller names a task error."""
+    tag = shm_tag()
+    gpu = torch.cuda.get_device_name() if job.device == "cuda" else "cpu"
+    try:
+        judge = Judge(job, scratch, env, workers)
+    except Exception as exc:  # the reference's own constructor or get_init_inputs failed in the judge
+        return JudgeReport(
+            verdict=Crashed(phase="load", kind="exception", message=f"the reference failed: {exc}"[:2000]),
+            gpu=gpu,
+            environment=_environment(gpu, "none"),
+        )
+    try:
+        with judge.clock.phase("baselines"):
+            eager, compiled, cached = measure_baselines(judge)
+        return JudgeReport(
+            verdict=Passed(trials=0, max_abs_error=0.0, max_rel_error=0.0),
+            eager=eager,
+            compiled=compiled,
+            baselines_cached=cached,
+            gpu=gpu,
+            phases_s=judge.clock.as_dict(),
+            environment=_environment(gpu, judge.workers.isolation),
+        )
+    except VerdictReached as reached:
+        return JudgeReport(
+            verdict=reached.verdict,
+            gpu=gpu,
+            phases_s=judge.clock.as_dict(),
+            environment=_environment(gpu, judge.workers.isolation),
+        )
+    except (WorkerLost, TransportError, FrameError, WorkerStartFailed):
+        raise  # the harness's own failures: never the task's
+    except Exception as exc:  # the reference raised while the judge computed its outputs
+        return JudgeReport(
+            verdict=Crashed(
+                phase="call",
+                kind="exception",
+                message=f"the reference failed: {type(exc).__name__}: {exc}"[:2000],
+            ),
+            gpu=gpu,
+            phases_s=judge.clock.as_dict(),
+            environment=_environment(gpu, judge.workers.isolation),
+        )
+    finally:
+        judge.close()  # its memory pools go back for later jobs
         remove_shm_files(tag)
 
 

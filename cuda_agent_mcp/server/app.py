@@ -9,7 +9,9 @@ GPU; the judge's stages), and run as MCP tasks for clients that ask (`server/tas
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
 
 import anyio
@@ -23,7 +25,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from cuda_agent_mcp.build import BuildProgress
+from cuda_agent_mcp.bench import SuiteSummary, run_directory, runs_index, summary_of
+from cuda_agent_mcp.build import BuildProgress, default_cache_dir
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.results import BuildResult, EvalResult, ProfileResult, VerifyResult
 from cuda_agent_mcp.server.jobs import JobBoard, JobHandle, JobKind, JobState, Outcome, R
@@ -345,6 +348,27 @@ def build_server(
             tail = result.process.output[-2000:]
             raise ToolError(f"{result.limit}\n--- the command's last output ---\n{tail}")
         return result
+
+    def cache() -> Path:
+        return registry.cache_dir or default_cache_dir()
+
+    @server.tool(name="suite_summary", title="Suite summary", annotations=READ_ONLY)
+    @readable_errors
+    async def suite_summary(
+        run: Annotated[str, Field(description="a bench run id (see bench://runs)")],
+    ) -> SuiteSummary:
+        """How a suite run did (cuda-agent bench): pass rate, fast_p, geomean speedups, SOL, per level."""
+        return await anyio.to_thread.run_sync(lambda: summary_of(run_directory(cache(), run, paths=False)))
+
+    @server.resource("bench://runs", mime_type="application/json", title="Suite runs")
+    def bench_runs_resource() -> str:
+        """Suite runs on this machine: run id -> report directory."""
+        return json.dumps(runs_index(cache()), indent=1)
+
+    @server.resource("bench://{run_id}/summary", mime_type="application/json", title="Suite summary")
+    def bench_summary_resource(run_id: str) -> str:
+        """One suite run's summary, as JSON."""
+        return summary_of(run_directory(cache(), run_id, paths=False)).model_dump_json(indent=1)
 
     add_resources(server, registry, _client)
     return server

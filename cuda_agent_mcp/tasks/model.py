@@ -54,6 +54,11 @@ class TaskPolicy(BaseModel):
         "bf16 and TF32 arithmetic exceed; False for a task that allows reduced precision (a verify "
         "request's precision_check overrides it)",
     )
+    torch_headers_in_cuda: bool = Field(
+        default=False,
+        description="compile .cu units with torch's headers, as load_inline does: only for KernelBench "
+        "single-file solutions scored under the 'kernelbench' rule set (bench/rules.py)",
+    )
 
 
 class TaskSource(BaseModel):

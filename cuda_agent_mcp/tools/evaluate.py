@@ -79,6 +79,11 @@ class VerifyRequest(BaseModel):
         description="also run one call under compute-sanitizer (auto: memcheck); an error it reports rejects, "
         "a machine without it says 'unavailable'",
     )
+    torch_glue: bool = Field(
+        default=False,
+        description="the 'kernelbench' rule set: PyTorch ops in ModelNew and host code are allowed (the "
+        "audit's torch_compute rule and the runtime op audit are off); every other check stays",
+    )
     timeout_s: float = Field(600.0, gt=0)
 
 
@@ -188,7 +193,7 @@ async def _verify(
             distributions=[],
             wall_s=round(time.monotonic() - started, 3),
         )
-    if request.audit and (findings := _audit(session)):
+    if request.audit and (findings := _audit(session, torch_glue=request.torch_glue)):
         return VerifyResult(
             verdict=Rejected(reason="forbidden_op", message=_describe(findings), findings=findings),
             source_hash=build.source_hash,
@@ -209,7 +214,7 @@ async def _verify(
         rtol=tolerance[1],
         timeout_s=request.timeout_s,
         timeouts=Timeouts(call_s=request.call_timeout_s),
-        op_audit=request.audit,
+        op_audit=request.audit and not request.torch_glue,
         max_error_norm=PRECISION_NORM_LIMIT if _precision_check(session, request) else None,
         sanitize=None
         if request.sanitize == "off"
@@ -363,12 +368,13 @@ def worth_remeasuring(report: JudgeReport, max_cv: float) -> bool:
     return isinstance(report.verdict, Rejected) and report.verdict.reason == "timing_disagreement"
 
 
-def _audit(session: Session) -> list[AuditFinding]:
+def _audit(session: Session, *, torch_glue: bool = False) -> list[AuditFinding]:
     """The static audit of the sources, and copies of the reference among the candidate's files."""
-    return [
-        *audit_workspace(session.workspace.root, session.task.vendor_libraries),
-        *reference_copies(candidate_python_files(session), session.workspace.reference_code),
-    ]
+    findings = audit_workspace(session.workspace.root, session.task.vendor_libraries)
+    # KernelBench lets ModelNew keep PyTorch ops around its kernels; its other rules still hold.
+    if torch_glue:
+        findings = [f for f in findings if f.rule != "torch_compute"]
+    return [*findings, *reference_copies(candidate_python_files(session), session.workspace.reference_code)]
 
 
 def _python_only(build: BuildResult, device: str) -> bool:
@@ -403,7 +409,7 @@ async def run_judge(
     session: Session,
     stage_candidate: Callable[[Path], None],
     *,
-    mode: Literal["verify", "profile"],
+    mode: Literal["verify", "profile", "baselines"],
     device: str,
     seeds: list[int],
     atol: float,
@@ -449,7 +455,8 @@ async def run_judge(
             vendor_libraries=list(session.task.vendor_libraries),
         )
         # Timing holds its GPU alone; correctness-only work may share one (see executors/scheduler.py).
-        async with _gpu_lease(session, exclusive=mode == "profile", device=device, progress=progress) as gpu:
+        exclusive = mode != "verify"
+        async with _gpu_lease(session, exclusive=exclusive, device=device, progress=progress) as gpu:
             judge_started = time.monotonic()
             env = judge_env(gpu, session.worker_backend, session.judge_tenant)
             await anyio.to_thread.run_sync(session.check_worker_backend, env)

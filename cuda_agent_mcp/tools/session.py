@@ -119,6 +119,7 @@ class Session:
             arch=arch or detect_arch(self.cache_dir),
             use_fast_math=self.task.policy.use_fast_math,
             vendor_libraries=self.task.vendor_libraries,
+            torch_headers=self.task.policy.torch_headers_in_cuda,
         )
 
     def prewarm_judge(self) -> bool:

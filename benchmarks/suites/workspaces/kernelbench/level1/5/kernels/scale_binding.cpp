@@ -1,0 +1,21 @@
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/utils/pybind.h>
+#include <torch/types.h>
+
+#include "../binding_registry.h"
+
+extern "C" int scale_launcher(const float* x, float* y, int64_t n, float p, cudaStream_t stream);
+
+static torch::Tensor scale_forward(const torch::Tensor& x, double p) {
+  TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32, "scale: x must be a float32 CUDA tensor");
+  torch::Tensor input = x.contiguous();
+  torch::Tensor out = torch::empty_like(input);
+  int status = scale_launcher(input.data_ptr<float>(), out.data_ptr<float>(), input.numel(), static_cast<float>(p),
+                               c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(status == 0, "scale: kernel launch failed (", status, ")");
+  return out;
+}
+
+static void register_scale(pybind11::module& m) { m.def("scale", &scale_forward, "A * s"); }
+
+REGISTER_BINDING(scale, register_scale)

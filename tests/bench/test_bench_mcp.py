@@ -1,0 +1,63 @@
+"""A suite's summary over MCP (the official SDK client, in memory): by run id, never by a path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+from mcp import Client
+
+from cuda_agent_mcp.bench.models import SolutionSpec, SuiteRequest, TaskRow
+from cuda_agent_mcp.bench.rundir import RunDirectory
+from cuda_agent_mcp.bench.summary import register_run
+from cuda_agent_mcp.server.app import build_server
+from cuda_agent_mcp.server.sessions import SessionRegistry
+from cuda_agent_mcp.tasks import TaskCatalog
+
+
+def finished_run(tmp_path: Path, cache: Path) -> str:
+    request = SuiteRequest(
+        solutions=SolutionSpec(kind="workspaces", path="/s"), out_dir=str(tmp_path / "out")
+    )
+    ids = ["kernelbench/level1/1", "kernelbench/level1/2"]
+    run_dir = RunDirectory.open(tmp_path / "out", request, ids)
+    for task, outcome in zip(ids, ("correct", "incorrect"), strict=True):
+        run_dir.append(
+            TaskRow(
+                task_id=task,
+                name=task,
+                level=1,
+                solution=None,
+                solution_kind=None,
+                outcome=outcome,
+                speedup_vs_eager=2.0 if outcome == "correct" else None,
+                speedup_vs_compile=1.5 if outcome == "correct" else None,
+                failure=None if outcome == "correct" else "wrong_output",
+            )
+        )
+    register_run(cache, run_dir.run_id, run_dir.path)
+    return run_dir.run_id
+
+
+def test_an_assistant_asks_how_a_suite_did_by_run_id(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run_id = finished_run(tmp_path, cache)
+    server = build_server(SessionRegistry(tmp_path / "sessions", TaskCatalog(), cache_dir=cache))
+
+    async def work():
+        async with Client(server) as client:
+            summary = await client.call_tool("suite_summary", {"run": run_id})
+            by_path = await client.call_tool("suite_summary", {"run": str(tmp_path / "out")})
+            runs = await client.read_resource("bench://runs")
+            resource = await client.read_resource(f"bench://{run_id}/summary")
+            return summary, by_path, runs, resource
+
+    summary, by_path, runs, resource = anyio.run(work)
+    assert not summary.is_error, summary.content
+    overall = summary.structured_content["groups"][0]
+    assert overall["group"] == "overall" and overall["correct"] == 1 and overall["pass_rate"] == 0.5
+    assert overall["compile"]["geomean_speedup"] == 1.5
+    assert by_path.is_error and "bench://runs" in by_path.content[0].text
+    assert json.loads(runs.contents[0].text) == {run_id: str((tmp_path / "out").resolve())}
+    assert json.loads(resource.contents[0].text)["run_id"] == run_id
