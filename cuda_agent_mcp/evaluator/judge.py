@@ -36,6 +36,7 @@ from cuda_agent_mcp.evaluator.ops import forbidden_ops
 from cuda_agent_mcp.evaluator.phases import PhaseClock
 from cuda_agent_mcp.evaluator.protocol import (
     BatchResult,
+    EchoOutput,
     KernelTrace,
     Loaded,
     LoadRequest,
@@ -52,6 +53,7 @@ from cuda_agent_mcp.evaluator.sizes import (
     grown_inputs,
     hidden_size_plan,
     meta_output_bytes,
+    meta_output_shapes,
     smallest_inputs,
 )
 from cuda_agent_mcp.evaluator.staging import InputStage, Staged, give_back, judge_share, private_copies
@@ -63,7 +65,7 @@ from cuda_agent_mcp.evaluator.timing import (
     summarize,
     systematic_excess,
 )
-from cuda_agent_mcp.evaluator.transport import TransportError, open_ref
+from cuda_agent_mcp.evaluator.transport import TransportError, dtype_name, open_ref
 from cuda_agent_mcp.evaluator.worker_client import ForkedWorkerPool, Worker, WorkerLost, WorkerPool
 from cuda_agent_mcp.results import (
     AuditFinding,
@@ -302,6 +304,7 @@ class Judge:
         poison: float | None = None,
         observe: Literal["ops", "kernels"] | None = None,
         out_bytes: int | None = None,
+        echo: list[EchoOutput] | None = None,
     ) -> BatchRun:
         """One batch: stage the inputs at new addresses, prepare (poison, flush), run inside the
         clocks, copy every set's outputs out of the worker."""
@@ -318,6 +321,7 @@ class Judge:
             scalars_pickle=[_scalars(s.views) for s in staged],
             poison=poison if poison is not None else secrets.choice(POISON_VALUES),
             poison_bytes=2 * out_bytes,
+            echo_outputs=echo or [],
         )
         with self.clock.phase("prepare"):
             reply = self._ask(worker, prepare, "call", timeout_s)
@@ -575,15 +579,31 @@ class Judge:
         allow for. Capped (see HarnessCost), so a machine noisy enough to calibrate high cannot open a
         large hiding place."""
         probe = torch.rand(1 << 16, device=self.device)
-        excess: dict[int, list[float]] = {1: [], 16: []}
-        for calls in excess:
+        # The echo returns new outputs shaped like the task's: exporting a large new allocation costs
+        # more than a small one, and that cost is the harness's, inside the judge's clock.
+        shapes = meta_output_shapes(self.reference)
+        out_bytes = sum(
+            math.prod(shape) * torch.empty(0, dtype=dtype).element_size() for shape, dtype in shapes
+        )
+        echo = [EchoOutput(shape=list(shape), dtype=dtype_name(dtype)) for shape, dtype in shapes]
+        many = max(2, min(16, BATCH_MEMORY_BYTES // max(out_bytes, 1)))
+        excess: dict[int, list[float]] = {len(echo) or 1: [], many * (len(echo) or 1): []}
+        sync: list[float] = []
+        for outputs in excess:
+            calls = outputs // (len(echo) or 1)
             for attempt in range(CALIBRATION_CALLS):
                 run = self.run_batch(
-                    worker, [[probe]] * calls, timeout_s=timeout_s, out_bytes=calls * probe.numel() * 4
+                    worker,
+                    [[probe]] * calls,
+                    timeout_s=timeout_s,
+                    out_bytes=calls * max(out_bytes, probe.numel() * 4),
+                    echo=echo,
                 )
                 if attempt >= 2 and run.reply.wall_ms is not None:  # the first batches map the inputs
-                    excess[calls].append(run.judge_ms - run.reply.wall_ms - run.ping_ms)
-        return HarnessCost.fit(excess)
+                    excess[outputs].append(run.judge_ms - run.reply.wall_ms - run.ping_ms)
+                    if run.reply.event_ms is not None:
+                        sync.append(run.reply.wall_ms - run.reply.event_ms)
+        return HarnessCost.fit(excess, sync)
 
     def trace_kernels(
         self, worker: Worker, timeout_s: float, timed_median_ms: float

@@ -62,6 +62,11 @@ class LoadRequest(_Message):
 InputSet = list[TensorRef | None]
 
 
+class EchoOutput(_Message):
+    shape: list[int] = Field(max_length=16)
+    dtype: str
+
+
 class PrepareRequest(_Message):
     """Get the next batch ready: map its input sets, free the previous batch's outputs, fill the memory
     the allocator will hand out next with `poison`, flush the L2 cache. Outside the judge's clock.
@@ -80,6 +85,13 @@ class PrepareRequest(_Message):
     )
     poison: float = Field(description="value written into free allocator memory before the batch")
     poison_bytes: int = Field(ge=0)
+    echo_outputs: list[EchoOutput] = Field(
+        default_factory=list,
+        max_length=64,
+        description="calibration only (no model loaded yet): the echo model returns new tensors of these "
+        "shapes and dtypes, so the harness's cost of sharing them back is measured on outputs like the "
+        "task's (a large output is a new allocation to export, a small one is not)",
+    )
 
 
 class RunRequest(_Message):

@@ -53,7 +53,7 @@ class SanitizerTarget:
         work = self.directory / "work"
         work.mkdir()
         self.started = time.monotonic()
-        self.process = subprocess.Popen(
+        self.process = subprocess.Popen(  # TMPDIR is the target's own directory: the sanitizer's files too
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,

@@ -22,6 +22,7 @@ Otherwise the task is fixed-shape, and the plan says why (`tasks show`, the work
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -218,15 +219,15 @@ def _runs_on_meta(reference: ModuleType, sizes: dict[str, Size], inputs: list[An
     return True
 
 
-def meta_output_bytes(reference: ModuleType) -> int:
-    """The bytes of one reference call's outputs, from the meta device; 0 when it cannot run there."""
+def meta_output_shapes(reference: ModuleType) -> list[tuple[tuple[int, ...], torch.dtype]]:
+    """Shapes and dtypes of one reference call's outputs, from the meta device; [] when it cannot run there."""
     try:
         with torch.device("meta"):
             model = reference.Model(*reference.get_init_inputs())
             with torch.no_grad():
                 output = model(*reference.get_inputs())
     except Exception:
-        return 0
+        return []
     outputs = (
         [output]
         if isinstance(output, torch.Tensor)
@@ -234,4 +235,12 @@ def meta_output_bytes(reference: ModuleType) -> int:
         if isinstance(output, tuple | list)
         else []
     )
-    return sum(t.numel() * t.element_size() for t in outputs if isinstance(t, torch.Tensor))
+    return [(tuple(t.shape), t.dtype) for t in outputs if isinstance(t, torch.Tensor)]
+
+
+def meta_output_bytes(reference: ModuleType) -> int:
+    """The bytes of one reference call's outputs, from the meta device; 0 when it cannot run there."""
+    return sum(
+        math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+        for shape, dtype in meta_output_shapes(reference)
+    )

@@ -79,16 +79,21 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     )
 
 
-def bind(source: str, target: str, *, writable: bool = False, device: bool = False) -> None:
+def bind(
+    source: str, target: str, *, writable: bool = False, device: bool = False, recursive: bool = False
+) -> None:
     """Bind `source` at `target` (created like it), read-only unless `writable`, keeping its locked flags;
-    device nodes keep working only on a mount without nodev."""
+    device nodes keep working only on a mount without nodev. `recursive` takes the mounts below `source`
+    along (keeping their own flags): a system directory with a read-only mount inside it (the GPU
+    machine's /usr/local/nvidia) shows it, where a plain bind would leave an empty directory that the
+    read-only view cannot create a mount point in (measured on the H200: EROFS)."""
     if os.path.isdir(source):
         os.makedirs(target, exist_ok=True)
     else:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         if not os.path.exists(target):
             os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o644))
-    mount(source, target, None, MS_BIND)
+    mount(source, target, None, MS_BIND | (MS_REC if recursive else 0))
     flags = MS_REMOUNT | MS_BIND | MS_NOSUID | (0 if device else MS_NODEV) | (0 if writable else MS_RDONLY)
     vfs = os.statvfs(source)
     for st_flag, ms_flag in _LOCKED:
@@ -129,7 +134,7 @@ def build_root(spec: dict, root: str) -> tuple[int | None, int]:
         if os.path.islink(name):
             os.symlink(os.readlink(name), root + name)
         elif os.path.isdir(name):
-            bind(name, root + name)
+            bind(name, root + name, recursive=True)
     os.makedirs(root + "/etc", exist_ok=True)
     for entry in spec["etc"]:
         if os.path.exists("/etc/" + entry):
@@ -152,7 +157,12 @@ def build_root(spec: dict, root: str) -> tuple[int | None, int]:
     # shortest first, so a path inside one already bound is left to it.
     for path in spec["readable"]:
         if os.path.exists(path) and not os.path.exists(root + path):
-            bind(path, root + path)
+            try:
+                bind(path, root + path)
+            except OSError as exc:  # no mount point can be made there (under a read-only system bind)
+                if exc.errno != errno.EROFS:
+                    raise
+                sys.stderr.write(f"sandbox: {path} is not shown (no mount point can be made for it)\n")
     upper = mount_workdir(spec, root, cwd)
     for path in spec["protected"]:
         if os.path.isfile(path) and not os.path.islink(path):

@@ -79,6 +79,7 @@ def confine(
     writable: Iterable[Path],
     system_readable: Iterable[str] = SYSTEM_PATHS,
     system_writable: Iterable[str] = WRITABLE_SYSTEM_PATHS,
+    scope_sockets: bool = True,
 ) -> bool:
     """Restrict this process (and its future children) to the view above; False without Landlock.
     The build's confinement (`build/confine.py`) passes narrower system paths (no /etc, /proc, /sys)."""
@@ -86,7 +87,7 @@ def confine(
     if abi < 1:
         return False
     handled = _ABI1_ALL | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
-    scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
+    scoped = ((_SCOPE_ABSTRACT_UNIX_SOCKET if scope_sockets else 0) | _SCOPE_SIGNAL) if abi >= 6 else 0
     attr = _RulesetAttr(handled, 0, scoped)
     size = 24 if abi >= 6 else 8  # the fields this kernel knows, and no more
     ruleset = _libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)

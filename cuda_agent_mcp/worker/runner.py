@@ -81,6 +81,7 @@ class Runner:
         # Storages of the judge's input pools, mapped once each: every batch's sets are views at new
         # offsets into the same few pools, so mapping is paid once per evaluation, not per call.
         self._mapped: dict[str, Any] = {}
+        self.echo_outputs: list[tuple[list[int], torch.dtype]] = []
 
     def load(self, request: LoadRequest) -> Loaded:
         self.device = torch.device(request.device)
@@ -118,6 +119,11 @@ class Runner:
         self._release_outputs()
         if self.model is None:
             self._calibration_device([ref for refs in request.sets for ref in refs])
+            self.echo_outputs = [(list(o.shape), ALLOWED_DTYPES[o.dtype]) for o in request.echo_outputs]
+        if self.device.type == "cuda":
+            # Outputs the judge has copied and released leave torch's IPC limbo now, not inside a timed
+            # batch, so the next outputs reuse their memory instead of exporting new allocations.
+            torch.cuda.ipc_collect()
         batch = []
         for refs, pickled in zip(request.sets, request.scalars_pickle, strict=True):
             scalars = pickle.loads(base64.b64decode(pickled)) if pickled else {}
@@ -133,7 +139,7 @@ class Runner:
         """Call the model on every prepared set inside the clocks; share the outputs."""
         if not self.batch:
             return Failure(phase="call", kind="protocol", message="no batch prepared")
-        model = self.model if self.model is not None else _echo
+        model = self.model if self.model is not None else self._echo
         recorder = trace = None
         with torch.no_grad():
             if observe is None:
@@ -235,6 +241,13 @@ class Runner:
                         return f"call {index}: {spans[a][1]} shares memory with {spans[b][1]}"
         return ""
 
+    def _echo(self, *args: Any) -> Any:
+        """The calibration model: new outputs shaped like the task's (from the judge), else a small copy."""
+        if not self.echo_outputs:
+            return _echo(*args)
+        outputs = [torch.zeros(shape, dtype=dtype, device=self.device) for shape, dtype in self.echo_outputs]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
     def _release_outputs(self) -> None:
         for ref in self.kept_refs:
             release_shm(ref)
@@ -297,8 +310,8 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def _echo(*args: Any) -> torch.Tensor:
-    """The calibration model: one small copy (at most 1 Mi elements), made through the same allocator a
-    candidate's output is."""
+    """The calibration model without an output spec: one small copy (at most 1 Mi elements), made through
+    the same allocator a candidate's output is."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     return tensors[0].reshape(-1)[: 1 << 20].clone() if tensors else torch.zeros(1)
 

@@ -6,35 +6,40 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent_mcp.results import ContractViolation, Passed, WrongOutput
+from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, WrongOutput
 from tests.redteam.workspaces import RELU_KERNEL, forward, launcher, profile, relu_session, verify
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 
 
-def test_a_python_cache_keyed_by_data_ptr_fails_on_new_contents(
-    tmp_path: Path, shared_build_cache: Path
-) -> None:
+def test_a_python_cache_keyed_by_data_ptr_never_hits(tmp_path: Path, shared_build_cache: Path) -> None:
+    """Every call's inputs are at a new address (principle 2), so a cache keyed on the pointer never
+    answers a call: it computes every time, which is all an honest kernel does. It raises on a hit."""
     cached = forward(
         "        key = (x.data_ptr(), tuple(x.shape))\n"
-        "        if key not in CACHE:\n            CACHE[key] = cuda_extension.relu(x)\n"
+        "        if key in CACHE:\n            raise RuntimeError('a pointer came back')\n"
+        "        CACHE[key] = cuda_extension.relu(x)\n"
         "        return CACHE[key].clone()",
         prelude="CACHE = {}",
     )
-    result = verify(relu_session(tmp_path, shared_build_cache, model_new=cached))
-    assert isinstance(result.verdict, WrongOutput), result.verdict
-    assert result.verdict.trial >= 1  # honest the first time; the judge reuses its buffers with new contents
+    session = relu_session(tmp_path, shared_build_cache, model_new=cached)
+    assert isinstance(verify(session).verdict, Passed)
+    assert not isinstance(profile(session, baselines="skip").verdict, Crashed)
 
 
-def test_a_static_pointer_cache_in_the_launcher_is_caught(tmp_path: Path, shared_build_cache: Path) -> None:
+def test_a_static_pointer_cache_in_the_launcher_never_skips_a_call(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    """The C++ form (wafer.ai's field guide): the input pointer is new every call, so the launcher never
+    sees "the same buffers as last time" and runs its kernel every call."""
     skip_repeat = RELU_KERNEL + launcher(
-        "  static const float* last_x = nullptr; static float* last_y = nullptr;\n"
-        "  if (x == last_x && y == last_y) return;  // same buffers as last time: keep the old output\n"
-        "  last_x = x; last_y = y;\n"
+        "  static const float* last_x = nullptr;\n"
+        "  if (x == last_x) return;  // same input as last time: keep the old output\n"
+        "  last_x = x;\n"
         "  relu_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x, y, n);"
     )
-    result = verify(relu_session(tmp_path, shared_build_cache, kernel=skip_repeat))
-    assert isinstance(result.verdict, WrongOutput | ContractViolation), result.verdict
+    session = relu_session(tmp_path, shared_build_cache, kernel=skip_repeat)
+    assert isinstance(verify(session).verdict, Passed)
 
 
 def test_computing_every_fourth_call_and_replaying_in_between_is_caught(
