@@ -38,7 +38,7 @@ def measure_baselines(judge: Judge) -> tuple[TimingStats | None, TimingStats | N
         worker = judge.start_worker(directory, "model", "Model", compile_model=compile_model, for_timing=True)
         try:
             timeout = job.timeouts.compile_load_s if compile_model else job.timeouts.call_s
-            results.append(judge.time_worker(worker, timeout)[0])
+            results.append(judge.time_worker(worker, timeout, trusted=True)[0])
         finally:
             worker.close()
     eager, compiled = results

@@ -634,14 +634,26 @@ class Judge:
             )
         return found, missing
 
-    def time_worker(self, worker: Worker, timeout_s: float) -> tuple[TimingStats, int]:
+    def time_worker(
+        self, worker: Worker, timeout_s: float, *, trusted: bool = False, residual_ms: float = 0.0
+    ) -> tuple[TimingStats, int]:
         """Time fresh-input batches until the median is stable or the budget ends; every output is
         checked. The judge's garbage collector is paused meanwhile: a collection inside the judge's clock
-        would look like hidden work of the candidate's."""
-        with paused_garbage_collection():
-            return self._time_worker(worker, timeout_s, self._harness.get(worker, HarnessCost()))
+        would look like hidden work of the candidate's.
 
-    def _time_worker(self, worker: Worker, timeout_s: float, harness: HarnessCost) -> tuple[TimingStats, int]:
+        `trusted` (the baselines: the reference in clean workers) records the clocks and never rejects
+        on them; `residual_ms` is what the trusted baseline's clocks left unexplained on this task and
+        GPU (its judge excess beyond the calibrated harness), allowed to the candidate as the harness's
+        own cost, capped at HarnessCost.MAX_FIXED_MS."""
+        residual = min(max(residual_ms, 0.0), HarnessCost.MAX_FIXED_MS)
+        with paused_garbage_collection():
+            return self._time_worker(
+                worker, timeout_s, self._harness.get(worker, HarnessCost()), trusted, residual
+            )
+
+    def _time_worker(
+        self, worker: Worker, timeout_s: float, harness: HarnessCost, trusted: bool, residual_ms: float
+    ) -> tuple[TimingStats, int]:
         policy = self.job.timing
         samples: list[float] = []
         disagreements = 0
@@ -677,13 +689,15 @@ class Judge:
                     Crashed(phase="call", kind="protocol", message="a timed call returned no time")
                 )
             outputs = sum(len(o) for o in run.outputs)
-            overhead = run.ping_ms + harness.ms(outputs)
+            overhead = run.ping_ms + harness.ms(outputs) + residual_ms
             if reply.event_ms is not None and reply.wall_ms is not None:
                 excess_ms.append(run.judge_ms - reply.wall_ms - overhead)
                 windows.append(reply.event_ms)
                 why = clock_problem(reply.event_ms, reply.wall_ms, run.judge_ms, overhead, harness.sync_ms)
             else:
                 why = None
+            if trusted:
+                why = None  # the reference in a clean worker: its clocks are recorded, never judged
             if why is not None:
                 disagreements += 1
                 reasons[why] += 1
@@ -695,7 +709,7 @@ class Judge:
             )
             if enough or done >= policy.max_samples:
                 break
-        if (
+        if not trusted and (
             disagreements > policy.max_disagreeing_fraction * (len(samples) + disagreements)
             or len(samples) < 3
             or systematic_excess(excess_ms, windows)
@@ -714,7 +728,8 @@ class Judge:
             )
         threads_now = worker.thread_count()
         if (
-            threads_after_warmup is not None
+            not trusted
+            and threads_after_warmup is not None
             and threads_now is not None
             and threads_now > threads_after_warmup
         ):
@@ -727,7 +742,9 @@ class Judge:
                     f"{threads_now} after the timed calls",
                 )
             )
-        return summarize(samples, disagreements, excess_ms, harness.fixed_ms, self.batch_size), out_bytes
+        return summarize(
+            samples, disagreements, excess_ms, harness.fixed_ms + residual_ms, self.batch_size
+        ), out_bytes
 
     def _batch_timeout(self, calls: int, per_call_s: float | None = None) -> float:
         """A batch of `calls` calls gets the per-call limit for each (a hung kernel is still killed)."""

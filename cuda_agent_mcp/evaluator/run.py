@@ -38,6 +38,14 @@ def run_job(
     worker: Worker | None = None
     environment = _environment(gpu, judge.workers.isolation)
     try:
+        eager = compiled = None
+        cached = False
+        if job.mode == "profile":
+            # Baselines first, in clean workers, before any candidate code runs in this job (a candidate
+            # cannot reach them); what their clocks leave unexplained is the harness's, allowed to it.
+            with judge.clock.phase("baselines"):
+                eager, compiled, cached = measure_baselines(judge)
+        residual = eager.judge_excess_median_ms if eager is not None and eager.judge_excess_median_ms else 0.0
         worker = judge.start_worker(
             Path(job.candidate_dir), "model_new", "ModelNew", for_timing=job.mode == "profile"
         )
@@ -52,7 +60,7 @@ def run_job(
                 hidden_sizes=judge.size_plan.describe(),
                 sanitizer=judge.sanitizer,
             )
-        stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s)
+        stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s, residual_ms=residual)
         kernels: KernelBreakdown | None = None
         missing = [NO_TRACE_ON_CPU] if judge.device.type != "cuda" else []
         # Traced even when the workspace compiled no kernel: then any kernel time is someone else's
@@ -73,8 +81,6 @@ def run_job(
                     f"outputs at peak bandwidth ({floor:.4f} ms)",
                 )
             )
-        with judge.clock.phase("baselines"):
-            eager, compiled, cached = measure_baselines(judge)
         with judge.clock.phase("speed_of_light"):
             best = min((b.median_ms for b in (eager, compiled) if b is not None), default=None)
             cache = (
