@@ -29,7 +29,7 @@ from typing import Literal
 
 import anyio
 
-from cuda_agent_mcp.errors import InfraError
+from cuda_agent_mcp.errors import JudgeFailed
 from cuda_agent_mcp.evaluator.job import RETIRE_HELD_GPU_BYTES, EvalJob, JudgeReport, ServerReady
 from cuda_agent_mcp.evaluator.protocol import FrameError, encode, read_frame_body
 from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_judge_shm
@@ -42,12 +42,6 @@ WORKERS_ENV = "CUDA_AGENT_WORKERS"
 WorkerBackend = Literal["fork", "docker"]
 _Key = tuple[tuple[str, str], ...]
 LOG_TAIL_BYTES = 3000
-
-
-class JudgeUnavailable(InfraError):
-    """The judge itself failed, hung or could not start: nothing about the candidate can be concluded."""
-
-    retryable = True
 
 
 class JudgeServer:
@@ -75,7 +69,7 @@ class JudgeServer:
         )
         try:
             self._launch(start_timeout_s)
-        except JudgeUnavailable as exc:
+        except JudgeFailed as exc:
             if self.start.uid is None:
                 raise
             # Never break evaluation for a layer: start it as ourselves, and say why.
@@ -114,7 +108,7 @@ class JudgeServer:
         self.ready = ServerReady.model_validate(json.loads(ready))
 
     def run(self, job: EvalJob, timeout_s: float) -> JudgeReport:
-        """Send one job and wait for its report; JudgeUnavailable (and the server killed) otherwise."""
+        """Send one job and wait for its report; JudgeFailed (and the server killed) otherwise."""
         inbox = self.start.inbox()
         try:
             report = self._run(_handed_over(job, inbox, self.start) if inbox else job, timeout_s)
@@ -129,13 +123,13 @@ class JudgeServer:
             os.write(self._requests, encode(job))
         except OSError as exc:
             self.kill()
-            raise JudgeUnavailable(f"the judge could not take the job: {exc}{self._log_tail()}") from None
+            raise JudgeFailed(f"the judge could not take the job: {exc}{self._log_tail()}") from None
         body = self._read_frame(deadline, f"{job.mode} job", limit_s=timeout_s)
         try:
             return JudgeReport.model_validate_json(body)
         except ValueError as exc:
             self.kill()
-            raise JudgeUnavailable(f"the judge sent an invalid report: {str(exc)[:300]}") from None
+            raise JudgeFailed(f"the judge sent an invalid report: {str(exc)[:300]}") from None
 
     def _read_frame(self, deadline: float, what: str, *, limit_s: float | None = None) -> bytes:
         try:
@@ -143,10 +137,10 @@ class JudgeServer:
         except TimeoutError:
             self.kill()
             limit = f" ({limit_s:.0f} s)" if limit_s is not None else ""
-            raise JudgeUnavailable(f"the {what} took longer than its limit{limit}") from None
+            raise JudgeFailed(f"the {what} took longer than its limit{limit}") from None
         except (EOFError, FrameError):
             self.kill()
-            raise JudgeUnavailable(
+            raise JudgeFailed(
                 f"the judge exited during the {what} (status {self.process.returncode}){self._log_tail()}"
             ) from None
 
@@ -343,7 +337,7 @@ class JudgePool:
         report = server.run(job, timeout_s)  # kills the server on failure (and on cancellation)
         if not call.detach():
             server.kill()
-            raise JudgeUnavailable("the job was cancelled")
+            raise JudgeFailed("the job was cancelled")
         retire = report.held_gpu_bytes > RETIRE_HELD_GPU_BYTES
         with self._lock:
             idle = self._idle.setdefault(key, [])
