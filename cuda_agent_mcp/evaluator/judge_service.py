@@ -33,7 +33,7 @@ from cuda_agent_mcp.errors import JudgeFailed
 from cuda_agent_mcp.evaluator.job import RETIRE_HELD_GPU_BYTES, EvalJob, JudgeReport, ServerReady
 from cuda_agent_mcp.evaluator.protocol import FrameError, encode, read_frame_body
 from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_judge_shm
-from cuda_agent_mcp.executors.judge_user import JudgeStart, plan_judge_start
+from cuda_agent_mcp.isolation.judge_user import JudgeStart, plan_judge_start
 
 _log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ LOG_TAIL_BYTES = 3000
 
 class JudgeServer:
     """One judge process serving one job at a time, as the worker uid where it can be (see
-    `executors/judge_user.py`; `isolation` says how it runs)."""
+    `isolation/judge_user.py`; `isolation` says how it runs)."""
 
     def __init__(
         self,

@@ -28,8 +28,8 @@ from cuda_agent_mcp.evaluator.refs import (
     worker_tag,
 )
 from cuda_agent_mcp.evaluator.worker_client import Worker
-from cuda_agent_mcp.executors.docker import chown_tree
 from cuda_agent_mcp.executors.local import child_python_path
+from cuda_agent_mcp.isolation.uids import chown_tree
 
 SOCKET_NAME = "judge.sock"
 START_TIMEOUT_S = 120.0  # a process start plus a torch import, on a busy machine

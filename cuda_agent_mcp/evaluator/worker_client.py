@@ -45,9 +45,10 @@ from cuda_agent_mcp.evaluator.refs import (
     shm_snapshot,
     worker_tag,
 )
-from cuda_agent_mcp.executors.cgroup import PidsCgroup, pids_cgroup_root
 from cuda_agent_mcp.executors.local import child_python_path
-from cuda_agent_mcp.executors.sandboxed import available_isolation, landlock_abi
+from cuda_agent_mcp.isolation import landlock
+from cuda_agent_mcp.isolation.cgroup import PidsCgroup, pids_cgroup_root
+from cuda_agent_mcp.isolation.namespaces import available_isolation
 
 LOG_TAIL_BYTES = 4000
 # Processes (threads count too, in cgroup v1) one worker tree may hold: torch's thread pools and a
@@ -63,9 +64,9 @@ def worker_isolation() -> str:
         layers.append("network namespace")
     if pids_cgroup_root() is not None:
         layers.append("pids cgroup")
-    if landlock_abi() > 0:
+    if landlock.abi_version() > 0:
         layers.append("landlock filesystem view")
-    if landlock_abi() >= 6:
+    if landlock.abi_version() >= 6:
         layers.append("landlock signal scope")
     return ", ".join(layers)
 

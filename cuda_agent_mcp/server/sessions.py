@@ -24,8 +24,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.errors import LimitExceeded, SessionNotFound, UsageError
-from cuda_agent_mcp.executors.quota import CallRate, SessionQuotas
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
+from cuda_agent_mcp.isolation.quota import CallRate, SessionQuotas
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tasks.model import TaskSource
 from cuda_agent_mcp.tasks.single_file import task_from_source

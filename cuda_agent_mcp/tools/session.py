@@ -28,10 +28,10 @@ from cuda_agent_mcp.executors import (
     default_executor,
     isolating_executor,
 )
-from cuda_agent_mcp.executors.docker import IMAGE_ENV
 from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
-from cuda_agent_mcp.executors.quota import SessionQuotas
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
+from cuda_agent_mcp.isolation.containers import IMAGE_ENV
+from cuda_agent_mcp.isolation.quota import SessionQuotas
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.tools.journal import Journal, open_journal
 from cuda_agent_mcp.workspace import Workspace

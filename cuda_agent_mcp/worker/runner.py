@@ -33,7 +33,7 @@ from cuda_agent_mcp.evaluator.protocol import (
 )
 from cuda_agent_mcp.evaluator.refs import CudaIpcPayload, TensorRef, release_shm
 from cuda_agent_mcp.evaluator.transport import ALLOWED_DTYPES, open_ref, share
-from cuda_agent_mcp.worker.landlock import confine, python_paths
+from cuda_agent_mcp.isolation.landlock import confine, python_paths
 
 MAX_INPUT_BYTES = 1 << 40
 

@@ -21,8 +21,8 @@ from pathlib import Path
 def main() -> None:
     import torch
 
+    from cuda_agent_mcp.isolation.landlock import confine, python_paths
     from cuda_agent_mcp.worker.__main__ import limit_resources
-    from cuda_agent_mcp.worker.landlock import confine, python_paths
 
     limit_resources()
     torch.cuda.init()

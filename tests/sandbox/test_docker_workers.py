@@ -27,7 +27,7 @@ from cuda_agent_mcp.evaluator.container_worker import (
 )
 from cuda_agent_mcp.evaluator.job import JudgeReport, Timeouts
 from cuda_agent_mcp.evaluator.judge_service import JudgePool
-from cuda_agent_mcp.executors.docker import remove_container
+from cuda_agent_mcp.isolation.containers import remove_container
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut
 from cuda_agent_mcp.tools import VerifyRequest, verify_kernels
 from cuda_agent_mcp.tools.evaluate import JudgeFailed

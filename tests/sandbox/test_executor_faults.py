@@ -15,7 +15,7 @@ import pytest
 import cuda_agent_mcp
 from cuda_agent_mcp.executors import ProcessLimits
 from cuda_agent_mcp.executors.base import ProcessResult
-from cuda_agent_mcp.executors.cgroup import pids_cgroup_root
+from cuda_agent_mcp.isolation.cgroup import pids_cgroup_root
 
 
 def run(executor: object, script: str, cwd: Path, timeout_s: float = 20, **limits: int) -> ProcessResult:

@@ -1,4 +1,5 @@
-"""A session's quotas, and the two measurements they need: what a workspace holds, how often it is called.
+"""A session's quotas, the two measurements they need (what a workspace holds, how often it is called),
+and what one command may still add and what the view reports of it (`WorkspaceQuota`, `QuotaOutcome`).
 
 Enforced while a command runs, not checked after: the file size by RLIMIT_FSIZE, processes by the pids
 cgroup (and RLIMIT_NPROC on a uid of the command's own), CPU seconds by RLIMIT_CPU (per process), the
@@ -13,13 +14,34 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.errors import LimitExceeded
-from cuda_agent_mcp.executors.sandboxed import WorkspaceQuota
 
 _BLOCK = 4096  # a tmpfs page: what the overlay's upper layer charges a file at least
+
+
+class WorkspaceQuota(BaseModel):
+    """What a command may still add to its working directory, enforced while it runs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bytes: int = Field(ge=0, description="bytes it may still write")
+    files: int = Field(ge=0, description="files and directories it may still create")
+    present: int = Field(default=0, ge=0, description="files and directories there are (it may delete them)")
+
+
+class QuotaOutcome(BaseModel):
+    """What the view reported besides the command's own result."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timed_out: bool = False
+    quota: Literal["bytes", "files"] | None = None
+    merge_error: str | None = None
+    forks_refused: int = Field(default=0, description="forks that failed at the process cap")
 
 
 class SessionQuotas(BaseModel):

@@ -1,4 +1,4 @@
-"""Which unprivileged uid runs what, when this process is root.
+"""Which unprivileged uid runs what, when this process is root, and handing directories to it.
 
 - every agent command and build of one executor (one per session) runs as a uid of its own, drawn from
   `$CUDA_AGENT_SESSION_UIDS` (default 200000-299999, a range no distribution gives to users);
@@ -12,9 +12,12 @@ since each runs in namespaces of its own (no shared PID, IPC or network namespac
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import threading
+from collections.abc import Sequence
+from pathlib import Path
 
 from cuda_agent_mcp.errors import UsageError
 
@@ -72,3 +75,32 @@ def allocate_session_uid() -> int | None:
 def release_session_uid(uid: int) -> None:
     with _lock:
         _in_use.discard(uid)
+
+
+def lend_tree(root: Path, uid: int, protected: Sequence[Path] = (), gid: int | None = None) -> None:
+    """Give `root` and what is in it to `uid` (and `gid`, by default the same number), except the
+    protected files (they stay ours and read-only in the view). Links are changed, never followed;
+    entries already its are skipped."""
+    keep = {Path(p) for p in protected}
+    group = uid if gid is None else gid
+
+    def give(path: str, info: os.stat_result) -> None:
+        if (info.st_uid, info.st_gid) != (uid, group) and Path(path) not in keep:
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(path, uid, group, follow_symlinks=False)
+
+    give(str(root), root.lstat())
+    for parent, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            path = os.path.join(parent, name)
+            with contextlib.suppress(FileNotFoundError):
+                give(path, os.lstat(path))
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    """Give `root` and everything in it to `uid`:`gid`, whoever owns it now (links changed, not followed)."""
+    os.chown(root, uid, gid)
+    for parent, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(os.path.join(parent, name), uid, gid, follow_symlinks=False)

@@ -1,7 +1,7 @@
 """Who a judge server runs as, and how it is started: the worker uid in a view of its own, where it can.
 
 `$CUDA_AGENT_JUDGE_USER`: `auto` (default) starts judges as the worker uid (10001) through
-`executors/judge_view.py` when this process is root and can make namespaces, and its workers run in
+`isolation/judge_view.py` when this process is root and can make namespaces, and its workers run in
 processes forked from it (Docker workers talk to the engine, which the worker uid may not); `server`
 starts them as this process's own user. Either way `isolation` says which, and a judge that cannot be
 started the unprivileged way is started the other, saying why (`JudgeStart.fallback`), so evaluation
@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from cuda_agent_mcp.executors.cgroup import DELEGATED_ENV, delegate, remove_tree
-from cuda_agent_mcp.executors.sandboxed import lend_tree
-from cuda_agent_mcp.executors.uids import WORKER_UID, switching_users
+from cuda_agent_mcp.isolation.cgroup import DELEGATED_ENV, delegate, remove_tree
+from cuda_agent_mcp.isolation.uids import WORKER_UID, lend_tree, switching_users
 
 JUDGE_USER_ENV = "CUDA_AGENT_JUDGE_USER"
 _SCRIPT = Path(__file__).with_name("judge_view.py")
