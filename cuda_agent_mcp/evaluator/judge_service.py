@@ -157,7 +157,7 @@ class JudgeServer:
         self.start.close()
         remove_judge_shm(self.shm_tag)
         if self.worker_backend == "docker":
-            from cuda_agent_mcp.evaluator.container_worker import remove_workers_of
+            from cuda_agent_mcp.isolation.worker_containers import remove_workers_of
 
             remove_workers_of(self.process.pid)
 
