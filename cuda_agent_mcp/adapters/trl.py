@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cuda_agent_mcp.agent.actions import EnvironmentSettings
 from cuda_agent_mcp.env.kernel_env import KernelEnv, StepResult, ToolCall
-from cuda_agent_mcp.evaluator.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.tasks import TaskCatalog
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from cuda_agent_mcp.bench.models import RuleSet, SolutionKind
 from cuda_agent_mcp.errors import UsageError
-from cuda_agent_mcp.evaluator.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.tasks.model import TolerancePolicy
 from cuda_agent_mcp.tools import EvaluateRequest, ProfileRequest, VerifyRequest

@@ -30,7 +30,7 @@ from cuda_agent_mcp.agent.outcome import outcome_of
 from cuda_agent_mcp.agent.policy import PolicyPreset, load_policy
 from cuda_agent_mcp.env.failures import FailureKind, InfraFailure, verdict_failure, with_infra_retries
 from cuda_agent_mcp.errors import CudaAgentError, UsageError
-from cuda_agent_mcp.evaluator.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import EvaluateRequest, Session, evaluate_kernels
 

@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import BuildProgress, ProgressCallback
 from cuda_agent_mcp.errors import JudgeFailed
-from cuda_agent_mcp.evaluator.audit import audit_workspace
-from cuda_agent_mcp.evaluator.intervals import speedup_interval, straddles
-from cuda_agent_mcp.evaluator.job import DISTRIBUTIONS, EvalJob, JudgeReport, Timeouts, TimingPolicy
-from cuda_agent_mcp.evaluator.reference_copies import reference_copies
-from cuda_agent_mcp.evaluator.reward import THRESHOLDS, RewardSchedule, reward
+from cuda_agent_mcp.evaluation.audit import audit_workspace
+from cuda_agent_mcp.evaluation.intervals import speedup_interval, straddles
+from cuda_agent_mcp.evaluation.job import DISTRIBUTIONS, EvalJob, JudgeReport, Timeouts, TimingPolicy
+from cuda_agent_mcp.evaluation.reference_copies import reference_copies
+from cuda_agent_mcp.evaluation.reward import THRESHOLDS, RewardSchedule, reward
 from cuda_agent_mcp.executors.health import probe_gpu
 from cuda_agent_mcp.executors.scheduler import QueueStatus
 from cuda_agent_mcp.results import (

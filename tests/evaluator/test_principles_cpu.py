@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from cuda_agent_mcp.evaluator.job import TimingPolicy
+from cuda_agent_mcp.evaluation.job import TimingPolicy
 from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, Rejected, WrongOutput
 from tests.evaluator.conftest import HONEST, REFERENCE, judge
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from cuda_agent_mcp.evaluator.ops import computes
-from cuda_agent_mcp.evaluator.python_names import (
+from cuda_agent_mcp.evaluation.ops import computes
+from cuda_agent_mcp.evaluation.python_names import (
     HOLDERS,
     ModuleNames,
     forbidden,

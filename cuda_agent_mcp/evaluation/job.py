@@ -1,4 +1,5 @@
-"""What the tool layer asks of the judge process, and what the judge answers."""
+"""What the tool layer asks of the judge process, and what the judge answers (the caller side's contract
+with the judge: both import this module, torch-free)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ DISTRIBUTIONS: tuple[Distribution, ...] = ("task", "shifted", "resized")
 # A judge server still holding this much GPU memory after a job (a worker kept the judge's buffers mapped
 # until it was killed) is retired instead of kept idle: the memory only comes back when the server exits.
 RETIRE_HELD_GPU_BYTES = 1 << 30
+# Where a judge server's workers run (read by the judge server at its start): forked from its fork
+# server, or each in a container.
+WORKERS_ENV = "CUDA_AGENT_WORKERS"
+WorkerBackend = Literal["fork", "docker"]
 
 
 class TimingPolicy(BaseModel):
@@ -64,7 +69,7 @@ class EvalJob(BaseModel):
     distributions: list[Distribution] = Field(
         list(DISTRIBUTIONS),
         description="per trial, in turn: the task's own inputs; centred and widened floats; the task's "
-        "distribution at larger odd sizes (evaluator/sizes.py)",
+        "distribution at larger odd sizes (judge/sizes.py)",
     )
     atol: float
     rtol: float

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from cuda_agent_mcp.evaluator.fused_compare import fused_available, fused_summary
+from cuda_agent_mcp.judge.fused_compare import fused_available, fused_summary
 from cuda_agent_mcp.results import ContractCheck, Mismatch
 
 CHUNK_ELEMENTS = 1 << 25

@@ -28,7 +28,12 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
-from cuda_agent_mcp.evaluator.protocol import (
+from cuda_agent_mcp.executors.local import child_python_path
+from cuda_agent_mcp.isolation import landlock
+from cuda_agent_mcp.isolation.cgroup import PidsCgroup, pids_cgroup_root
+from cuda_agent_mcp.isolation.namespaces import available_isolation
+from cuda_agent_mcp.wire import PRELOAD_MODULE, WORKER_MODULE
+from cuda_agent_mcp.wire.protocol import (
     ForkSetup,
     FrameError,
     ReleaseRequest,
@@ -36,7 +41,7 @@ from cuda_agent_mcp.evaluator.protocol import (
     read_frame_body,
     write_frame,
 )
-from cuda_agent_mcp.evaluator.refs import (
+from cuda_agent_mcp.wire.refs import (
     SHM_DIR_ENV,
     SHM_TAG_ENV,
     remove_shm_files,
@@ -45,10 +50,6 @@ from cuda_agent_mcp.evaluator.refs import (
     shm_snapshot,
     worker_tag,
 )
-from cuda_agent_mcp.executors.local import child_python_path
-from cuda_agent_mcp.isolation import landlock
-from cuda_agent_mcp.isolation.cgroup import PidsCgroup, pids_cgroup_root
-from cuda_agent_mcp.isolation.namespaces import available_isolation
 
 LOG_TAIL_BYTES = 4000
 # Processes (threads count too, in cgroup v1) one worker tree may hold: torch's thread pools and a
@@ -335,10 +336,9 @@ def _nothing() -> None:
 def _forked_worker_main(request: Connection, reply: Connection, setup_json: str) -> None:
     """Runs in the forked worker. The worker module is looked up here, in the child (the fork server
     preloaded it): the judge process itself never imports worker code."""
-    worker = importlib.import_module("cuda_agent_mcp.worker.__main__")
+    worker = importlib.import_module(WORKER_MODULE)
     worker.run_forked(request.fileno(), reply.fileno(), ForkSetup.model_validate_json(setup_json))
 
 
-_PRELOAD_MODULE = "cuda_agent_mcp.worker.preload"
 _FORK_CONTEXT = multiprocessing.get_context("forkserver")
-_FORK_CONTEXT.set_forkserver_preload([_PRELOAD_MODULE])
+_FORK_CONTEXT.set_forkserver_preload([PRELOAD_MODULE])

@@ -1,6 +1,6 @@
 """Warm judge servers for the tool layer: start them, hand them jobs under a deadline, keep them for reuse.
 
-No torch here (the tool layer never imports it). A `JudgeServer` is one `python -m cuda_agent_mcp.evaluator`
+No torch here (the tool layer never imports it). A `JudgeServer` is one `python -m cuda_agent_mcp.judge`
 process in its own session, spoken to over pipes with blocking reads under `select` deadlines, so it works
 from any thread and any event loop; `JudgePool` keeps idle servers per GPU selection and is shared by every
 session of a process. A server that misses a deadline, dies or talks nonsense is killed (its workers die
@@ -25,21 +25,25 @@ from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Literal
 
 import anyio
 
 from cuda_agent_mcp.errors import JudgeFailed
-from cuda_agent_mcp.evaluator.job import RETIRE_HELD_GPU_BYTES, EvalJob, JudgeReport, ServerReady
-from cuda_agent_mcp.evaluator.protocol import FrameError, encode, read_frame_body
-from cuda_agent_mcp.evaluator.refs import SHM_TAG_ENV, remove_judge_shm
+from cuda_agent_mcp.evaluation.job import (
+    RETIRE_HELD_GPU_BYTES,
+    WORKERS_ENV,
+    EvalJob,
+    JudgeReport,
+    ServerReady,
+)
 from cuda_agent_mcp.isolation.judge_user import JudgeStart, plan_judge_start
+from cuda_agent_mcp.isolation.worker_containers import remove_workers_of
+from cuda_agent_mcp.wire import JUDGE_MODULE
+from cuda_agent_mcp.wire.protocol import FrameError, encode, read_frame_body
+from cuda_agent_mcp.wire.refs import SHM_TAG_ENV, remove_judge_shm
 
 _log = logging.getLogger(__name__)
 
-# Where a judge server's workers run: forked from its fork server, or each in a container.
-WORKERS_ENV = "CUDA_AGENT_WORKERS"
-WorkerBackend = Literal["fork", "docker"]
 _Key = tuple[tuple[str, str], ...]
 LOG_TAIL_BYTES = 3000
 
@@ -62,7 +66,7 @@ class JudgeServer:
         # so they can be removed when it is killed in the middle of a job.
         self.shm_tag = uuid.uuid4().hex[:12]
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "cuda_agent_mcp.evaluator"]
+        argv = [sys.executable, "-m", JUDGE_MODULE]
         environment = {**env, SHM_TAG_ENV: self.shm_tag}
         self.start = plan_judge_start(
             argv, environment, state_dir or log_path.parent, workers=self.worker_backend
@@ -157,8 +161,6 @@ class JudgeServer:
         self.start.close()
         remove_judge_shm(self.shm_tag)
         if self.worker_backend == "docker":
-            from cuda_agent_mcp.isolation.worker_containers import remove_workers_of
-
             remove_workers_of(self.process.pid)
 
     def close(self) -> None:

@@ -6,18 +6,18 @@ from pathlib import Path
 
 import torch
 
-from cuda_agent_mcp.evaluator.baselines import measure_baselines
-from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport
-from cuda_agent_mcp.evaluator.judge import Judge, VerdictReached
-from cuda_agent_mcp.evaluator.kernels import foreign_work
-from cuda_agent_mcp.evaluator.protocol import FrameError
-from cuda_agent_mcp.evaluator.refs import remove_shm_files, shm_tag
-from cuda_agent_mcp.evaluator.socket_worker import WorkerStartFailed
-from cuda_agent_mcp.evaluator.sol import peaks_for, reference_work, speed_of_light
-from cuda_agent_mcp.evaluator.timing import physical_floor_ms
-from cuda_agent_mcp.evaluator.transport import TransportError
-from cuda_agent_mcp.evaluator.worker_client import Worker, WorkerLost, WorkerPool
+from cuda_agent_mcp.evaluation.job import EvalJob, JudgeReport
+from cuda_agent_mcp.judge.baselines import measure_baselines
+from cuda_agent_mcp.judge.judge import Judge, VerdictReached
+from cuda_agent_mcp.judge.kernels import foreign_work
+from cuda_agent_mcp.judge.socket_worker import WorkerStartFailed
+from cuda_agent_mcp.judge.sol import peaks_for, reference_work, speed_of_light
+from cuda_agent_mcp.judge.timing import physical_floor_ms
+from cuda_agent_mcp.judge.worker_client import Worker, WorkerLost, WorkerPool
 from cuda_agent_mcp.results import Crashed, KernelBreakdown, Passed, Rejected
+from cuda_agent_mcp.wire.protocol import FrameError
+from cuda_agent_mcp.wire.refs import remove_shm_files, shm_tag
+from cuda_agent_mcp.wire.transport import TransportError
 
 # On the CPU there is no profiler trace of device work: nothing there may be rewarded above correctness.
 NO_TRACE_ON_CPU = (

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent_mcp.evaluator.judge import Judge
+from cuda_agent_mcp.judge.judge import Judge
 from cuda_agent_mcp.results import TimingStats
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from cuda_agent_mcp.evaluator.ops import computes
+from cuda_agent_mcp.evaluation.ops import computes
 
 ALLOWED_TORCH_CALLS = {
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",

@@ -1,6 +1,6 @@
 """The judge server: a long-lived trusted process that runs one job at a time.
 
-    python -m cuda_agent_mcp.evaluator      (started by `judge_service.JudgeServer`)
+    python -m cuda_agent_mcp.judge      (started by `judge_service.JudgeServer`)
 
 Protocol, length-prefixed JSON frames (see protocol.py): the server writes a `ServerReady` once it has
 imported torch and made its CUDA context, then answers each `EvalJob` read from stdin with a
@@ -27,11 +27,16 @@ import time
 import traceback
 from pathlib import Path
 
-from cuda_agent_mcp.evaluator.job import RETIRE_HELD_GPU_BYTES, EvalJob, JudgeReport, ServerReady
-from cuda_agent_mcp.evaluator.judge_service import WORKERS_ENV
-from cuda_agent_mcp.evaluator.protocol import read_frame_body, write_frame
-from cuda_agent_mcp.evaluator.worker_client import ForkedWorkerPool, WorkerPool, start_fork_server
+from cuda_agent_mcp.evaluation.job import (
+    RETIRE_HELD_GPU_BYTES,
+    WORKERS_ENV,
+    EvalJob,
+    JudgeReport,
+    ServerReady,
+)
+from cuda_agent_mcp.judge.worker_client import ForkedWorkerPool, WorkerPool, start_fork_server
 from cuda_agent_mcp.results import Crashed
+from cuda_agent_mcp.wire.protocol import read_frame_body, write_frame
 
 # Workers get only what they need: tools, locale, GPU selection and where our dependencies are. HOME and
 # TMPDIR are each worker's own directory (worker_client.py), never the judge's.
@@ -57,8 +62,8 @@ def main() -> None:
     try:
         import torch
 
-        from cuda_agent_mcp.evaluator.fused_compare import warm_up
-        from cuda_agent_mcp.evaluator.run import run_job
+        from cuda_agent_mcp.judge.fused_compare import warm_up
+        from cuda_agent_mcp.judge.run import run_job
 
         gpu = "cpu"
         if torch.cuda.is_available():
@@ -94,7 +99,7 @@ def _held() -> int:
     """GPU memory still allocated after a job, less the input pools kept for the next jobs on purpose."""
     import torch
 
-    from cuda_agent_mcp.evaluator.staging import idle_pool_bytes
+    from cuda_agent_mcp.judge.staging import idle_pool_bytes
 
     return max(torch.cuda.memory_allocated() - idle_pool_bytes(), 0)
 
@@ -103,7 +108,7 @@ def _worker_pool(scratch: Path, env: dict[str, str]) -> WorkerPool:
     """Containers when the tool layer asked for them (a session on the Docker executor), else workers
     forked from a fork server started now."""
     if os.environ.get(WORKERS_ENV, "fork") == "docker":
-        from cuda_agent_mcp.evaluator.container_worker import ContainerWorkerPool
+        from cuda_agent_mcp.judge.container_worker import ContainerWorkerPool
 
         return ContainerWorkerPool(scratch, env)
     start_fork_server()

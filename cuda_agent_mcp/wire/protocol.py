@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from cuda_agent_mcp.evaluator.refs import TensorRef
+from cuda_agent_mcp.wire.refs import TensorRef
 
 MAX_FRAME_BYTES = 4 * 1024 * 1024
 _HEADER = struct.Struct("!I")

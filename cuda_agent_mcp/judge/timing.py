@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
 import statistics
-from collections.abc import Iterator
 from dataclasses import dataclass
 
+from cuda_agent_mcp.evaluation.datasheets import PEAK_BANDWIDTH_BYTES_PER_S
 from cuda_agent_mcp.results import TimingStats
-
-# Peak DRAM bandwidth by GPU name (vendor datasheets), for the physical floor on a kernel's time.
-PEAK_BANDWIDTH_BYTES_PER_S = {"H200": 4.8e12, "H100": 3.35e12, "H20": 4.0e12, "A100": 2.0e12, "B200": 8.0e12}
-
-
-@contextlib.contextmanager
-def paused_garbage_collection() -> Iterator[None]:
-    """No collection runs inside a clock: a pause of a millisecond or more, at random, would be charged
-    to whatever the clock is timing. Garbage made meanwhile waits for the next collection after it."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def summarize(

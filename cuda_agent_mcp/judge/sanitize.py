@@ -27,6 +27,7 @@ import torch
 
 from cuda_agent_mcp.executors.local import child_python_path
 from cuda_agent_mcp.results import SanitizerReport
+from cuda_agent_mcp.wire import SANITIZE_TARGET_MODULE
 
 Tool = Literal["memcheck", "racecheck", "synccheck"]
 ERROR_EXIT = 86
@@ -48,7 +49,7 @@ class SanitizerTarget:
         assert binary is not None
         command = [
             binary, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), "--print-limit", "8",
-            "--log-file", str(self.log), sys.executable, "-m", "cuda_agent_mcp.worker.sanitize_target",
+            "--log-file", str(self.log), sys.executable, "-m", SANITIZE_TARGET_MODULE,
         ]  # fmt: skip
         work = self.directory / "work"
         work.mkdir()

@@ -29,26 +29,13 @@ from typing import Any, Literal
 
 import torch
 
-from cuda_agent_mcp.evaluator.compare import Problem, check_outputs, errors, unchanged
-from cuda_agent_mcp.evaluator.job import EvalJob
-from cuda_agent_mcp.evaluator.kernels import breakdown
-from cuda_agent_mcp.evaluator.ops import forbidden_ops
-from cuda_agent_mcp.evaluator.phases import PhaseClock
-from cuda_agent_mcp.evaluator.protocol import (
-    BatchResult,
-    EchoOutput,
-    KernelTrace,
-    Loaded,
-    LoadRequest,
-    ObserveRequest,
-    PingRequest,
-    Prepared,
-    PrepareRequest,
-    RunRequest,
-)
-from cuda_agent_mcp.evaluator.refs import CudaIpcPayload, TensorRef, release_shm
-from cuda_agent_mcp.evaluator.sanitize import SanitizerTarget, start_target
-from cuda_agent_mcp.evaluator.sizes import (
+from cuda_agent_mcp.evaluation.job import EvalJob
+from cuda_agent_mcp.evaluation.ops import forbidden_ops
+from cuda_agent_mcp.judge.compare import Problem, check_outputs, errors, unchanged
+from cuda_agent_mcp.judge.kernels import breakdown
+from cuda_agent_mcp.judge.phases import PhaseClock
+from cuda_agent_mcp.judge.sanitize import SanitizerTarget, start_target
+from cuda_agent_mcp.judge.sizes import (
     SizePlan,
     grown_inputs,
     hidden_size_plan,
@@ -56,17 +43,15 @@ from cuda_agent_mcp.evaluator.sizes import (
     meta_output_shapes,
     smallest_inputs,
 )
-from cuda_agent_mcp.evaluator.staging import InputStage, Staged, give_back, judge_share, private_copies
-from cuda_agent_mcp.evaluator.timing import (
+from cuda_agent_mcp.judge.staging import InputStage, Staged, give_back, judge_share, private_copies
+from cuda_agent_mcp.judge.timing import (
     HarnessCost,
     clock_problem,
     median_rse,
-    paused_garbage_collection,
     summarize,
     systematic_excess,
 )
-from cuda_agent_mcp.evaluator.transport import TransportError, dtype_name, open_ref
-from cuda_agent_mcp.evaluator.worker_client import ForkedWorkerPool, Worker, WorkerLost, WorkerPool
+from cuda_agent_mcp.judge.worker_client import ForkedWorkerPool, Worker, WorkerLost, WorkerPool
 from cuda_agent_mcp.results import (
     AuditFinding,
     ContractViolation,
@@ -80,6 +65,21 @@ from cuda_agent_mcp.results import (
     Verdict,
     WrongOutput,
 )
+from cuda_agent_mcp.wire.paused_gc import paused_garbage_collection
+from cuda_agent_mcp.wire.protocol import (
+    BatchResult,
+    EchoOutput,
+    KernelTrace,
+    Loaded,
+    LoadRequest,
+    ObserveRequest,
+    PingRequest,
+    Prepared,
+    PrepareRequest,
+    RunRequest,
+)
+from cuda_agent_mcp.wire.refs import CudaIpcPayload, TensorRef, release_shm
+from cuda_agent_mcp.wire.transport import TransportError, dtype_name, open_ref
 
 POISON_VALUES = (float("nan"), -7.77e7)
 _FULL_PRECISION = (torch.float32, torch.float64)
@@ -178,7 +178,7 @@ class Judge:
 
     @cached_property
     def size_plan(self) -> SizePlan:
-        """How the hidden-size trial grows this task's inputs (evaluator/sizes.py); worked out on first
+        """How the hidden-size trial grows this task's inputs (judge/sizes.py); worked out on first
         use, so profile and baseline jobs never pay for it."""
         return hidden_size_plan(self.reference)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent_mcp.evaluator.refs import (
+from cuda_agent_mcp.wire.refs import (
     CudaIpcPayload,
     ShmPayload,
     TensorRef,

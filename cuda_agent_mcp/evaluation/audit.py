@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from cuda_agent_mcp.evaluator.audit_native import ALLOWED_CPP_TORCH, audit_native
-from cuda_agent_mcp.evaluator.audit_python import ALLOWED_TENSOR_METHODS, audit_python
-from cuda_agent_mcp.evaluator.python_names import ALLOWED_TORCH_CALLS
+from cuda_agent_mcp.evaluation.audit_native import ALLOWED_CPP_TORCH, audit_native
+from cuda_agent_mcp.evaluation.audit_python import ALLOWED_TENSOR_METHODS, audit_python
+from cuda_agent_mcp.evaluation.python_names import ALLOWED_TORCH_CALLS
 from cuda_agent_mcp.results import AuditFinding
 
 __all__ = [

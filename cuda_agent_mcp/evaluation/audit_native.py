@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator
 
-from cuda_agent_mcp.evaluator.ops import computes
+from cuda_agent_mcp.evaluation.ops import computes
 from cuda_agent_mcp.results import AuditFinding
 
 _COMMENTS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from cuda_agent_mcp.evaluator.refs import TensorRef, note_judge_files, release_shm, shm_snapshot
-from cuda_agent_mcp.evaluator.transport import dtype_name, open_ref, share
+from cuda_agent_mcp.wire.refs import TensorRef, note_judge_files, release_shm, shm_snapshot
+from cuda_agent_mcp.wire.transport import dtype_name, open_ref, share
 
 ALIGNMENT = 256
 # Distinct 256-byte shifts per pool: every call of an evaluation (verify trials, warm-up and timed calls

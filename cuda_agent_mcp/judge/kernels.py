@@ -12,31 +12,14 @@ import re
 from collections.abc import Collection
 from typing import Literal
 
-from cuda_agent_mcp.evaluator.protocol import TracedKernel
+from cuda_agent_mcp.evaluation.kernel_names import kernel_key
 from cuda_agent_mcp.results import KernelBreakdown, KernelTime
+from cuda_agent_mcp.wire.protocol import TracedKernel
 
 # The workspace's kernels must carry at least this share of the call's kernel time.
 MIN_WORKSPACE_SHARE = 0.5
 _COPY_PREFIXES = ("memcpy", "memset")
 _SHOWN = 20
-
-
-def kernel_key(name: str) -> str:
-    """`void ns::relu<4>(float const*, float*, long)` -> `ns::relu<4>`."""
-    head = name.strip().replace("(anonymous namespace)", "{anonymous}")
-    depth = 0
-    for index, char in enumerate(head):  # cut at the parameter list, not inside template arguments
-        if char == "<":
-            depth += 1
-        elif char == ">":
-            depth -= 1
-        elif char == "(" and depth == 0:
-            head = head[:index]
-            break
-    head = head.strip()
-    if head.startswith("void "):
-        head = head[len("void ") :]
-    return head.strip()
 
 
 # How cuBLAS and cuDNN kernels are named (e.g. `sm90_xmma_gemm_f32f32_...`, `ampere_sgemm_128x64_nn`,

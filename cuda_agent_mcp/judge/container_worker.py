@@ -34,13 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent_mcp.errors import ExecutorUnavailable
-from cuda_agent_mcp.evaluator.socket_worker import (
-    START_TIMEOUT_S,
-    PrivateShm,
-    SocketWorker,
-    WorkerStartFailed,
-    worker_argv,
-)
 from cuda_agent_mcp.isolation.containers import (
     DockerSettings,
     container_options,
@@ -58,6 +51,13 @@ from cuda_agent_mcp.isolation.worker_containers import (
     judge_label,
     remove_orphans,
     worker_settings,
+)
+from cuda_agent_mcp.judge.socket_worker import (
+    START_TIMEOUT_S,
+    PrivateShm,
+    SocketWorker,
+    WorkerStartFailed,
+    worker_argv,
 )
 
 

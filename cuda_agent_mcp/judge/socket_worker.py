@@ -18,7 +18,11 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from cuda_agent_mcp.evaluator.refs import (
+from cuda_agent_mcp.executors.local import child_python_path
+from cuda_agent_mcp.isolation.uids import chown_tree
+from cuda_agent_mcp.judge.worker_client import Worker
+from cuda_agent_mcp.wire import WORKER_PACKAGE
+from cuda_agent_mcp.wire.refs import (
     FAMILY_CHARS,
     HOST_SHM,
     SHM_DIR_ENV,
@@ -27,9 +31,6 @@ from cuda_agent_mcp.evaluator.refs import (
     shm_tag,
     worker_tag,
 )
-from cuda_agent_mcp.evaluator.worker_client import Worker
-from cuda_agent_mcp.executors.local import child_python_path
-from cuda_agent_mcp.isolation.uids import chown_tree
 
 SOCKET_NAME = "judge.sock"
 START_TIMEOUT_S = 120.0  # a process start plus a torch import, on a busy machine
@@ -41,7 +42,7 @@ class WorkerStartFailed(RuntimeError):
 
 
 def worker_argv() -> list[str]:
-    return [sys.executable, "-m", "cuda_agent_mcp.worker", "--connect", SOCKET_NAME]
+    return [sys.executable, "-m", WORKER_PACKAGE, "--connect", SOCKET_NAME]
 
 
 class SocketWorker(Worker):
