@@ -23,7 +23,7 @@ from cuda_agent_mcp.agent import PolicyPreset, load_policy, run_episode
 from cuda_agent_mcp.agent.actions import ACTIONS, SUBMIT, EnvironmentSettings
 from cuda_agent_mcp.env import KernelEnv
 from cuda_agent_mcp.tasks import TaskCatalog
-from cuda_agent_mcp.tools import TOOLS, Session, Surface, ToolRegistry
+from cuda_agent_mcp.tools import TOOLS, Session, Surface, Tool, ToolRegistry
 from cuda_agent_mcp.tools.registry import LIMIT_KEYS, as_function
 from tests.agent.conftest import make_session
 from tests.agent.scripted_llm import ScriptedLLM, serve
@@ -208,30 +208,92 @@ def test_every_front_end_exposes_the_registrys_tools_with_the_request_models_lim
     _check(front_end, front_end.tools(tmp_path, shared_build_cache))
 
 
-def test_the_mcp_reading_sees_a_server_registered_from_the_registry_as_the_registry_declares_it() -> None:
-    """The MCP SDK given functions with the registry's signatures: what `_mcp_tools` then lists is the
-    registry (so adding the real server to FRONT_ENDS is one line)."""
-    pytest.importorskip("mcp")
-    from mcp.server import MCPServer
+def register_registry_tools(server: Any, registry: Any, jobs: Any) -> None:
+    """Every registry tool the MCP server exposes, registered from its declaration: the registration
+    `server/app.py` takes over (issue 18; then this test's server is `build_server` itself)."""
     from mcp.server.mcpserver import Context
     from mcp.types import ToolAnnotations
 
-    server = MCPServer("registry")
+    from cuda_agent_mcp.server.app import SessionId, _as_job, _client, readable_errors
+    from cuda_agent_mcp.server.jobs import Outcome
+
+    def function(tool: Tool) -> Callable[..., Any]:
+        async def call(ctx: Any, session_id: str | None = None, **arguments: Any) -> Any:
+            context = registry.get(session_id, _client()) if tool.context is Session else registry.catalog
+            if tool.nested is not None:
+                request = arguments.get(tool.nested) or tool.request()
+            else:
+                request = tool.request(**arguments)
+            if tool.long_running:
+                return await _as_job(
+                    ctx,
+                    jobs,
+                    tool.name,
+                    session_id,
+                    lambda progress: tool(context, request, progress=progress),
+                )
+            return await tool(context, request)
+
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        before = (
+            [inspect.Parameter("session_id", keyword, annotation=SessionId)]
+            if tool.context is Session
+            else []
+        )
+        after = [inspect.Parameter("ctx", keyword, annotation=Context)]
+        returns = Outcome[tool.result] if tool.long_running else tool.result
+        signature = tool.signature(before=before, after=after, returns=returns)
+        return as_function(readable_errors(call), tool.name, tool.description, signature)
+
     for tool in TOOLS.exposed_on("mcp"):
-
-        async def call(**arguments: Any) -> Any:
-            raise AssertionError("only listed here")
-
-        before = []
-        if tool.context is Session:
-            before = [inspect.Parameter("session_id", inspect.Parameter.KEYWORD_ONLY, annotation=str)]
-        after = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
-        signature = tool.signature(before=before, after=after, returns=tool.result)
         annotations = ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=tool.destructive,
                                       idempotent_hint=tool.idempotent, open_world_hint=False)  # fmt: skip
-        server.add_tool(as_function(call, tool.name, tool.description, signature), title=tool.title,
-                        annotations=annotations)  # fmt: skip
-    _check(FrontEnd("MCP (registry-built)", "mcp", lambda *_: {}), _mcp_tools(server))
+        server.add_tool(function(tool), title=tool.title, annotations=annotations)
+
+
+def test_a_server_registered_from_the_registry_lists_and_runs_the_registrys_tools(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    """Today's server with its registry tools replaced by `register_registry_tools`: an MCP client
+    lists what the registry declares (so `_mcp_tools` reads it right), and the tools run: flat and
+    nested arguments, a long tool as a job, a limit and a protected file refused readably."""
+    pytest.importorskip("mcp")
+    from mcp import Client
+
+    from cuda_agent_mcp.server.app import build_server
+    from cuda_agent_mcp.server.jobs import JobBoard
+    from cuda_agent_mcp.server.sessions import SessionRegistry
+
+    registry = SessionRegistry(tmp_path / "sessions", TaskCatalog(), cache_dir=shared_build_cache)
+    jobs = JobBoard()
+    server = build_server(registry, jobs=jobs)
+    for tool in TOOLS.exposed_on("mcp"):
+        server.remove_tool(tool.name)
+    register_registry_tools(server, registry, jobs)
+    shown = {name: tool for name, tool in _mcp_tools(server).items() if name in TOOLS}
+    _check(FrontEnd("MCP (registry-built)", "mcp", lambda *_: {}), shown)
+
+    async def session() -> list[Any]:
+        async with Client(server) as client:
+            started = await client.call_tool("start_session", {"task_id": "examples/relu"})
+            sid = started.structured_content["session_id"]
+            return [
+                await client.call_tool("list_tasks", {"query": {"contains": "relu"}}),
+                await client.call_tool(
+                    "write_file", {"session_id": sid, "path": "notes.txt", "content": "hi"}
+                ),
+                await client.call_tool("read_file", {"session_id": sid, "path": "notes.txt"}),
+                await client.call_tool("search_files", {"session_id": sid, "regex": "hi", "max_hits": 1001}),
+                await client.call_tool("write_file", {"session_id": sid, "path": "model.py", "content": ""}),
+                await client.call_tool("compile", {"session_id": sid, "request": {"arch": "sm_90a"}}),
+            ]
+
+    listed, written, read, too_many, protected, built = anyio.run(session)
+    assert not listed.is_error and listed.structured_content["total"] >= 1
+    assert not written.is_error and read.structured_content["content"] == "hi"
+    assert too_many.is_error and "less than or equal to 1000" in too_many.content[0].text
+    assert protected.is_error and "protected" in protected.content[0].text
+    assert not built.is_error and built.structured_content["status"] in ("done", "running")
 
 
 def test_the_environment_settings_are_not_the_policys_to_choose() -> None:
