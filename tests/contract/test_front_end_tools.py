@@ -23,8 +23,8 @@ from cuda_agent_mcp.agent import PolicyPreset, load_policy, run_episode
 from cuda_agent_mcp.agent.actions import ACTIONS, SUBMIT, EnvironmentSettings
 from cuda_agent_mcp.env import KernelEnv
 from cuda_agent_mcp.tasks import TaskCatalog
-from cuda_agent_mcp.tools import TOOLS, Session, Surface, Tool, ToolRegistry
-from cuda_agent_mcp.tools.registry import LIMIT_KEYS, as_function
+from cuda_agent_mcp.tools import TOOLS, Surface, ToolRegistry
+from cuda_agent_mcp.tools.registry import LIMIT_KEYS
 from tests.agent.conftest import make_session
 from tests.agent.scripted_llm import ScriptedLLM, serve
 from tests.conftest import EXAMPLES
@@ -151,7 +151,22 @@ def _inline(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "properties": properties}
 
 
+def _mcp_server(tmp_path: Path, cache: Path) -> Any:
+    pytest.importorskip("mcp")
+    from cuda_agent_mcp.server.app import build_server
+    from cuda_agent_mcp.server.sessions import SessionRegistry
+
+    return build_server(SessionRegistry(tmp_path / "sessions", TaskCatalog(), cache_dir=cache))
+
+
+def _mcp(tmp_path: Path, cache: Path) -> Shown:
+    """The registry's tools as an MCP client lists them (the server's own tools, sessions and jobs, left
+    out: they are not the tool layer's)."""
+    return {name: tool for name, tool in _mcp_tools(_mcp_server(tmp_path, cache)).items() if name in TOOLS}
+
+
 FRONT_ENDS = [
+    FrontEnd("MCP server", "mcp", _mcp),
     FrontEnd("agent loop", "policy", _agent_loop),
     FrontEnd("KernelEnv", "policy", _kernel_env),
     FrontEnd("TRL", "policy", _trl, carries_limits=False),
@@ -208,70 +223,13 @@ def test_every_front_end_exposes_the_registrys_tools_with_the_request_models_lim
     _check(front_end, front_end.tools(tmp_path, shared_build_cache))
 
 
-def register_registry_tools(server: Any, registry: Any, jobs: Any) -> None:
-    """Every registry tool the MCP server exposes, registered from its declaration: the registration
-    `server/app.py` takes over (issue 18; then this test's server is `build_server` itself)."""
-    from mcp.server.mcpserver import Context
-    from mcp.types import ToolAnnotations
-
-    from cuda_agent_mcp.server.app import SessionId, _as_job, _client, readable_errors
-    from cuda_agent_mcp.server.jobs import Outcome
-
-    def function(tool: Tool) -> Callable[..., Any]:
-        async def call(ctx: Any, session_id: str | None = None, **arguments: Any) -> Any:
-            context = registry.get(session_id, _client()) if tool.context is Session else registry.catalog
-            if tool.nested is not None:
-                request = arguments.get(tool.nested) or tool.request()
-            else:
-                request = tool.request(**arguments)
-            if tool.long_running:
-                return await _as_job(
-                    ctx,
-                    jobs,
-                    tool.name,
-                    session_id,
-                    lambda progress: tool(context, request, progress=progress),
-                )
-            return await tool(context, request)
-
-        keyword = inspect.Parameter.KEYWORD_ONLY
-        before = (
-            [inspect.Parameter("session_id", keyword, annotation=SessionId)]
-            if tool.context is Session
-            else []
-        )
-        after = [inspect.Parameter("ctx", keyword, annotation=Context)]
-        returns = Outcome[tool.result] if tool.long_running else tool.result
-        signature = tool.signature(before=before, after=after, returns=returns)
-        return as_function(readable_errors(call), tool.name, tool.description, signature)
-
-    for tool in TOOLS.exposed_on("mcp"):
-        annotations = ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=tool.destructive,
-                                      idempotent_hint=tool.idempotent, open_world_hint=False)  # fmt: skip
-        server.add_tool(function(tool), title=tool.title, annotations=annotations)
-
-
-def test_a_server_registered_from_the_registry_lists_and_runs_the_registrys_tools(
+def test_the_mcp_server_runs_the_registrys_tools_as_declared(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
-    """Today's server with its registry tools replaced by `register_registry_tools`: an MCP client
-    lists what the registry declares (so `_mcp_tools` reads it right), and the tools run: flat and
-    nested arguments, a long tool as a job, a limit and a protected file refused readably."""
-    pytest.importorskip("mcp")
+    """The server as `cuda-agent serve` builds it, through the official client: flat and nested
+    arguments, a long tool as a job, a limit and a protected file refused readably."""
+    server = _mcp_server(tmp_path, shared_build_cache)
     from mcp import Client
-
-    from cuda_agent_mcp.server.app import build_server
-    from cuda_agent_mcp.server.jobs import JobBoard
-    from cuda_agent_mcp.server.sessions import SessionRegistry
-
-    registry = SessionRegistry(tmp_path / "sessions", TaskCatalog(), cache_dir=shared_build_cache)
-    jobs = JobBoard()
-    server = build_server(registry, jobs=jobs)
-    for tool in TOOLS.exposed_on("mcp"):
-        server.remove_tool(tool.name)
-    register_registry_tools(server, registry, jobs)
-    shown = {name: tool for name, tool in _mcp_tools(server).items() if name in TOOLS}
-    _check(FrontEnd("MCP (registry-built)", "mcp", lambda *_: {}), shown)
 
     async def session() -> list[Any]:
         async with Client(server) as client:
