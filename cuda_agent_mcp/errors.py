@@ -25,7 +25,8 @@ exceptions: they are return values, because the model learns from them.
 A few exceptions are not in the tree because they never leave the code that raises them: the judge's
 `FrameError`, `TransportError`, `WorkerLost`, `WorkerStartFailed` and `VerdictReached` become verdicts
 or a `JudgeFailed` report; the view's `SetupError` becomes its exit status; the agent's `InvalidCall`
-becomes an observation; the environment's `InfraFailure` carries an `InfraError` to the trainer.
+becomes an observation; the episode core's `InfraFailure` (agent/failures.py) carries an `InfraError` to
+the trainer.
 """
 
 from __future__ import annotations

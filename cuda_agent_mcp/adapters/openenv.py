@@ -3,9 +3,10 @@ session, so concurrent episodes never share a workspace).
 
     uvicorn --factory cuda_agent_mcp.adapters.openenv:create_openenv_app --port 8000
 
-A client resets with the task (`reset(task_id=...)`) and steps with `{"tool": NAME, "arguments": {...}}`;
-observations carry the text the model sees, the reward, `done`, and the step's info (metrics, whose fault
-a failure was, whether to mask it).
+A client resets with the task (`reset(task_id=...)`) and steps with `{"tool": NAME, "arguments": {...}}`
+(a tool of the reset observation, or `submit` to end the episode); observations carry the text the model
+sees, the reward, `done` (OpenEnv's), `truncated` (the episode was ended by a limit, not by the policy's
+final answer), and the step's info (metrics, whose fault a failure was, whether to mask it).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class KernelObservation(Observation):
     task_id: str | None = None
     tools: list[dict[str, Any]] = Field(
         default_factory=list, description="OpenAI-style tool specs (on reset)"
+    )
+    truncated: bool = Field(
+        default=False, description="a limit ended the episode (budget, invalid calls, infrastructure)"
     )
     info: dict[str, Any] = Field(default_factory=dict, description="per-step metrics, failure, mask")
 
@@ -80,6 +84,7 @@ class OpenEnvKernelEnvironment(Environment[KernelAction, KernelObservation, Kern
             text=result.observation,
             reward=result.reward,
             done=result.done,
+            truncated=result.truncated,
             task_id=self._state.task_id,
             info=result.info.model_dump(),
         )

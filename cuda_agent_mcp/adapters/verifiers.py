@@ -24,10 +24,10 @@ import verifiers.v1 as vf
 from pydantic import Field
 
 from cuda_agent_mcp.agent.actions import EnvironmentSettings
+from cuda_agent_mcp.agent.failures import InfraFailure
 from cuda_agent_mcp.agent.loop import task_statement
 from cuda_agent_mcp.agent.policy import load_policy
 from cuda_agent_mcp.agent.snapshot import fenced_files
-from cuda_agent_mcp.env.failures import InfraFailure
 from cuda_agent_mcp.env.scoring import Solution, score_batch
 from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluation.reward import RewardSchedule

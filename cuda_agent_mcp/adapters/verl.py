@@ -3,8 +3,10 @@
 verl's ToolAgentLoop creates, executes and releases a tool instance for every call, so the episode (one
 `KernelEnv` and its workspace) is keyed by the trajectory (`agent_data.request_id`) and shared by all the
 tools of that trajectory. The task comes from the dataset row's `tools_kwargs` (`create_kwargs.task_id`
-for each tool, see examples/rl/verl_tools.yaml). `evaluate` (or `submit`) ends the episode; its reward is
-the tool reward, which `compute_score` reads back from `extra_info["tool_rewards"]`.
+for each tool, see examples/rl/verl_tools.yaml). The tools and their schemas come from the tool registry
+through `KernelEnv`'s actions. `evaluate` (or `submit`) ends the episode, as does a limit (the episode is
+then evaluated as it stands); its reward is the tool reward, which `compute_score` reads back from
+`extra_info["tool_rewards"]`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from cuda_agent_mcp.agent.actions import EnvironmentSettings
-from cuda_agent_mcp.env.kernel_env import KernelEnv, ToolCall, tool_spec
+from cuda_agent_mcp.agent.actions import ACTIONS, EnvironmentSettings
+from cuda_agent_mcp.env.kernel_env import KernelEnv, ToolCall
 from cuda_agent_mcp.evaluation.reward import FAIL
 
 # One environment per trajectory, shared by the tool objects (verl makes one object per tool); a
@@ -29,7 +31,11 @@ class VerlKernelTool(BaseTool):
 
     def __init__(self, config: dict[str, Any], tool_schema: OpenAIFunctionToolSchema | None = None) -> None:
         name = config["tool"]
-        schema = tool_schema or OpenAIFunctionToolSchema.model_validate(tool_spec(name))
+        if name not in ACTIONS:
+            raise ValueError(f"unknown kernel tool {name!r}; known: {', '.join(ACTIONS)}")
+        # The registry's schema (its limits are in the descriptions too: verl's schema keeps only
+        # type, description and enum); the call is validated against the limits either way.
+        schema = tool_schema or OpenAIFunctionToolSchema.model_validate(ACTIONS[name].openai_spec())
         super().__init__(config, schema)
         self.settings = EnvironmentSettings(
             **{k: config[k] for k in ("device", "audit", "baselines") if k in config}
@@ -62,7 +68,12 @@ class VerlKernelTool(BaseTool):
             _EPISODES.pop(key, None)
             _FINISHED.add(key)
             env.dispose()
-        metrics = {**result.info.model_dump(), "done": result.done}
+        metrics = {
+            **result.info.model_dump(),
+            "done": result.done,
+            "terminated": result.terminated,
+            "truncated": result.truncated,
+        }
         return ToolResponse(text=result.observation), result.reward, metrics
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:

@@ -1,4 +1,5 @@
-"""The tools a policy may call: thin wrappers over the tool layer, with argument models the policy sees.
+"""The tools a policy may call: the registry's policy tools (`tools/catalogue.py`), each with the argument
+model the policy sees (a projection of the tool's request, with the request's limits), plus `submit`.
 
 Evaluator settings that decide what counts as honest (device, the PyTorch-compute audit, the precision
 check, the reward schedule) are the environment's, never the policy's: a model that could pass
@@ -8,29 +9,17 @@ check, the reward schedule) are the environment's, never the policy's: a model t
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cuda_agent_mcp.tools import (
-    CompileRequest,
-    EvaluateRequest,
-    ProfileRequest,
-    Session,
-    VerifyRequest,
-    compile_kernels,
-    edit_file,
-    evaluate_kernels,
-    list_files,
-    profile_kernels,
-    read_file,
-    search_files,
-    verify_kernels,
-    write_file,
-)
-from cuda_agent_mcp.tools.run import RunRequest, run_command
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
+from cuda_agent_mcp.tools import TOOLS, EvaluateRequest, Session, Tool
+
+SUBMIT = "submit"
+# The policy's final answer: either one ends the episode (docs/DECISIONS.md, "One episode core").
+FINAL_ACTIONS = frozenset({"evaluate", SUBMIT})
 
 
 class EnvironmentSettings(BaseModel):
@@ -46,165 +35,109 @@ class EnvironmentSettings(BaseModel):
         description="fix the evaluations' input seeds (derived per episode or solution) so verify verdicts "
         "replay exactly; None: secret random seeds. Never shown to the policy.",
     )
+    infra_retries: int = Field(
+        default=2, ge=0, description="retries of a tool call whose infrastructure failure may pass"
+    )
 
     def session_seed(self, index: int) -> int | None:
         """The seed of the `index`-th episode or solution run with these settings."""
         return None if self.seed is None else self.seed * 1_000_003 + index
 
-
-class _Args(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PathArgs(_Args):
-    path: str = Field(description="a path inside the workspace, e.g. kernels/relu.cu")
-
-
-class WriteArgs(_Args):
-    path: str = Field(description="a path inside the workspace, e.g. kernels/relu.cu")
-    content: str = Field(description="the whole new content of the file")
-
-
-class EditArgs(_Args):
-    path: str = Field(description="a path inside the workspace")
-    old_text: str = Field(description="exact text to replace; must occur once unless replace_all")
-    new_text: str
-    replace_all: bool = False
-
-
-class ListArgs(_Args):
-    pattern: str = Field("**/*", description="glob pattern")
-
-
-class SearchArgs(_Args):
-    regex: str
-    pattern: str = Field("**/*", description="glob pattern of files to search")
-
-
-class NoArgs(_Args):
-    pass
-
-
-class VerifyArgs(_Args):
-    trials: int = Field(5, ge=1, le=20, description="input sets, each from a fresh secret seed")
-
-
-class RunArgs(_Args):
-    argv: list[str] = Field(min_length=1, description="command and arguments, e.g. ['python', 'tune.py']")
-    timeout_s: float = Field(60.0, gt=0, le=600)
-
-
-Runner = Callable[[Session, Any, EnvironmentSettings], Awaitable[BaseModel]]
+    def judging(self) -> dict[str, Any]:
+        """The request fields these settings choose, wherever a tool's request has them."""
+        return {"device": self.device, "audit": self.audit, "baselines": self.baselines}
 
 
 @dataclass(frozen=True)
 class Action:
+    """A registry tool as a policy calls it, under its own name (`submit` is `evaluate`)."""
+
+    tool: Tool
     name: str
     description: str
-    args: type[_Args]
-    run: Runner
-    uses_gpu: bool = False
+
+    @property
+    def args(self) -> type[BaseModel]:
+        return self.tool.policy_args
+
+    @property
+    def uses_gpu(self) -> bool:
+        return self.tool.uses_gpu
+
+    @property
+    def ends_episode(self) -> bool:
+        return self.name in FINAL_ACTIONS
 
     def openai_spec(self) -> dict[str, Any]:
-        schema = self.args.model_json_schema()
-        schema.pop("title", None)
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": schema},
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.tool.policy_schema(),
+            },
         }
 
+    def request(
+        self, args: BaseModel, settings: EnvironmentSettings, schedule: RewardSchedule | None = None
+    ) -> BaseModel:
+        """The tool's whole request: the policy's arguments, the environment's settings."""
+        environment = settings.judging() | ({"reward_schedule": schedule} if schedule else {})
+        return self.tool.request_for(args, environment)
 
-def _verify(session: Session, a: VerifyArgs, env: EnvironmentSettings) -> Awaitable[BaseModel]:
-    return verify_kernels(session, VerifyRequest(trials=a.trials, device=env.device, audit=env.audit))
+    async def run(
+        self,
+        session: Session,
+        args: BaseModel,
+        settings: EnvironmentSettings,
+        schedule: RewardSchedule | None = None,
+    ) -> BaseModel:
+        return await self.tool(session, self.request(args, settings, schedule))
 
 
-def _profile(session: Session, a: NoArgs, env: EnvironmentSettings) -> Awaitable[BaseModel]:
-    return profile_kernels(session, ProfileRequest(device=env.device, baselines=env.baselines))
-
-
-def _evaluate(session: Session, a: VerifyArgs, env: EnvironmentSettings) -> Awaitable[BaseModel]:
-    return evaluate_kernels(session, evaluate_request(env, trials=a.trials))
-
-
-def evaluate_request(env: EnvironmentSettings, trials: int = 5) -> EvaluateRequest:
-    return EvaluateRequest(
-        verify=VerifyRequest(trials=trials, device=env.device, audit=env.audit, sanitize="auto"),
-        profile=ProfileRequest(device=env.device, baselines=env.baselines),
+def _actions() -> dict[str, Action]:
+    actions = {
+        tool.name: Action(
+            tool,
+            tool.name,
+            tool.description + (" This ends the episode." if tool.name in FINAL_ACTIONS else ""),
+        )
+        for tool in TOOLS.exposed_on("policy")
+    }
+    overlap = {name for tool in TOOLS.exposed_on("policy") for name in tool.policy_args.model_fields} & set(
+        EnvironmentSettings.model_fields
     )
+    if overlap:  # a policy argument the environment also sets would be decided twice
+        raise TypeError(f"policy arguments that are environment settings: {sorted(overlap)}")
+    evaluate = actions["evaluate"]
+    description = "End the episode: verify, profile and score the workspace as it is."
+    actions[SUBMIT] = Action(evaluate.tool, SUBMIT, description)
+    return actions
 
 
-ACTIONS: dict[str, Action] = {
-    a.name: a
-    for a in (
-        Action(
-            "read_file", "Read a text file of the workspace.", PathArgs, lambda s, a, e: read_file(s, a.path)
-        ),
-        Action(
-            "write_file",
-            "Create or replace a workspace file (model.py and the binding harness are protected).",
-            WriteArgs,
-            lambda s, a, e: write_file(s, a.path, a.content),
-        ),
-        Action(
-            "edit_file",
-            "Replace exact text in a workspace file.",
-            EditArgs,
-            lambda s, a, e: edit_file(s, a.path, a.old_text, a.new_text, replace_all=a.replace_all),
-        ),
-        Action(
-            "list_files",
-            "Workspace files matching a glob.",
-            ListArgs,
-            lambda s, a, e: list_files(s, a.pattern),
-        ),
-        Action(
-            "search_files",
-            "Lines matching a regular expression in workspace files.",
-            SearchArgs,
-            lambda s, a, e: search_files(s, a.regex, a.pattern),
-        ),
-        Action(
-            "compile",
-            "Build the kernels (incremental); diagnostics give file:line:column.",
-            NoArgs,
-            lambda s, a, e: compile_kernels(s, CompileRequest()),
-        ),
-        Action(
-            "verify",
-            "Build, then check ModelNew against the reference on fresh secret inputs.",
-            VerifyArgs,
-            _verify,
-            uses_gpu=True,
-        ),
-        Action(
-            "profile",
-            "Build, then time ModelNew against PyTorch eager and torch.compile.",
-            NoArgs,
-            _profile,
-            uses_gpu=True,
-        ),
-        Action(
-            "evaluate",
-            "verify + profile + reward (-1 fail, 1 correct, 2 beats eager, 3 beats eager and torch.compile).",
-            VerifyArgs,
-            _evaluate,
-            uses_gpu=True,
-        ),
-        Action(
-            "run",
-            "Run a command in the sandboxed workspace (e.g. a tuning script); stdout, stderr, exit code.",
-            RunArgs,
-            lambda s, a, e: run_command(s, RunRequest(argv=a.argv, timeout_s=a.timeout_s)),
-        ),
-    )
-}
+ACTIONS: dict[str, Action] = _actions()
+
+
+def tool_specs(names: list[str]) -> list[dict[str, Any]]:
+    """The OpenAI tool specs of the named actions, as a policy is offered them."""
+    return [ACTIONS[name].openai_spec() for name in names]
+
+
+def evaluate_request(
+    env: EnvironmentSettings, trials: int = 5, schedule: RewardSchedule | None = None
+) -> EvaluateRequest:
+    """The evaluation the environment runs for a final answer (and `score_batch` for each solution)."""
+    action = ACTIONS["evaluate"]
+    request = action.request(action.args(trials=trials), env, schedule)
+    assert isinstance(request, EvaluateRequest)
+    return request
 
 
 class InvalidCall(Exception):
     """A tool call the environment cannot run; its message is the observation the policy gets."""
 
 
-def parse_call(name: str, arguments: str, allowed: list[str]) -> tuple[Action, _Args]:
+def parse_call(name: str, arguments: str, allowed: list[str]) -> tuple[Action, BaseModel]:
     """The action and validated arguments of one tool call, or InvalidCall with a readable reason."""
     action = ACTIONS.get(name)
     if action is None or name not in allowed:

@@ -1,8 +1,11 @@
 """One trajectory: the policy proposes tool calls (or, for text-format policies, whole files), the
-environment runs them through the tool layer, and the loop keeps the best verified kernel.
+episode core (`episode.py`) runs them through the tool layer, and the loop keeps the best verified kernel.
 
-Every budget ends the run cleanly: the trajectory gets its end record and the workspace holds the best
-verified version (or, when nothing was verified, the files as they were before the run)."""
+The run ends by the episode core's rule: `evaluate` (the final answer), the policy stopping, a budget,
+invalid calls, a persisting infrastructure failure or the endpoint failing. Every end is clean: the
+trajectory gets its end record and the workspace holds the best verified version (or, when nothing was
+verified, the files as they were before the run). Text-format policies have each answer evaluated
+without ending the run; an answer without files ends it."""
 
 from __future__ import annotations
 
@@ -17,16 +20,12 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from cuda_agent_mcp import __version__
-from cuda_agent_mcp.agent.actions import (
-    ACTIONS,
-    EnvironmentSettings,
-    InvalidCall,
-    evaluate_request,
-    parse_call,
-)
+from cuda_agent_mcp.agent.actions import ACTIONS, EnvironmentSettings, parse_call, tool_specs
 from cuda_agent_mcp.agent.client import Completion, EndpointError
 from cuda_agent_mcp.agent.context import FEEDBACK_PREFIX, trim, truncate
-from cuda_agent_mcp.agent.outcome import outcome_of
+from cuda_agent_mcp.agent.episode import Counters, Episode, is_truncation
+from cuda_agent_mcp.agent.failures import infrastructure_observation
+from cuda_agent_mcp.agent.outcome import Outcome
 from cuda_agent_mcp.agent.policy import Budgets, PolicyPreset
 from cuda_agent_mcp.agent.snapshot import code_hash, editable_files, fenced_files, restore
 from cuda_agent_mcp.agent.trajectory import (
@@ -39,8 +38,10 @@ from cuda_agent_mcp.agent.trajectory import (
     Trajectory,
     TrajectoryWriter,
 )
-from cuda_agent_mcp.errors import CudaAgentError, InfraError
-from cuda_agent_mcp.tools import Session, evaluate_kernels, write_file
+from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.tools import Session, write_file
+
+__all__ = ["EpisodeEvent", "EpisodeResult", "Policy", "infrastructure_observation", "run_episode"]
 
 
 class Policy(Protocol):
@@ -83,14 +84,16 @@ EventSink = Callable[[EpisodeEvent], None]
 
 @dataclass
 class _State:
-    turn: int = 0
-    tokens: int = 0
-    gpu_s: float = 0.0
-    invalid_calls: int = 0
-    invalid_streak: int = 0
+    """What the loop keeps beside the episode's counters: the best verified files and how it ended."""
+
+    counters: Counters = field(default_factory=Counters)
     best: Best | None = None
     compile_ok: bool | None = None
-    started: float = field(default_factory=time.monotonic)
+    error: str | None = None
+
+    @property
+    def turn(self) -> int:
+        return self.counters.turn
 
 
 @dataclass
@@ -99,8 +102,7 @@ class _Run:
 
     session: Session
     preset: PolicyPreset
-    settings: EnvironmentSettings
-    budgets: Budgets
+    episode: Episode
     messages: list[dict[str, Any]]
     state: _State
     writer: TrajectoryWriter
@@ -194,27 +196,31 @@ async def run_episode(
             ]
             for message in messages:
                 writer.write(MessageRecord(turn=0, message=message))
-        tools = (
-            [ACTIONS[name].openai_spec() for name in preset.tools]
-            if preset.action_format == "tools"
-            else None
+        tools = tool_specs(preset.tools) if preset.action_format == "tools" else None
+        episode = Episode(
+            session,
+            settings,
+            allowed=preset.tools,
+            budgets=budgets,
+            max_output_chars=preset.context.max_tool_output_chars,
+            counters=state.counters,
         )
-        run = _Run(session, preset, settings, budgets, messages, state, writer, emit)
+        run = _Run(session, preset, episode, messages, state, writer, emit)
+        counters = state.counters
         stop: str | None = None
-        error: str | None = None
         while stop is None:
-            stop = _budget_exhausted(state, budgets)
+            stop = episode.limit_reached()
             if stop is not None:
                 break
-            state.turn += 1
+            counters.turn += 1
             trim(messages, preset.context.max_context_tokens, preset.context.keep_recent_turns)
             try:
                 completion = await policy.complete(messages, tools, seed=seed, temperature=temperature)
             except EndpointError as exc:
                 # The endpoint's failure, not the policy's: the run ends with everything kept so far.
-                stop, error = "endpoint_error", str(exc)
+                stop, state.error = "endpoint_error", str(exc)
                 break
-            state.tokens += int(completion.usage.get("total_tokens", 0))
+            counters.tokens += int(completion.usage.get("total_tokens", 0))
             messages.append(completion.message)
             writer.write(
                 MessageRecord(
@@ -233,13 +239,14 @@ async def run_episode(
         restore(session, state.best.files if state.best else original)
         end = EndRecord(
             stop_reason=stop,
-            turns=state.turn,
-            tokens=state.tokens,
-            wall_s=round(time.monotonic() - state.started, 3),
-            gpu_s=round(state.gpu_s, 3),
-            invalid_calls=state.invalid_calls,
+            truncated=is_truncation(stop),
+            turns=counters.turn,
+            tokens=counters.tokens,
+            wall_s=round(time.monotonic() - counters.started, 3),
+            gpu_s=round(counters.gpu_s, 3),
+            invalid_calls=counters.invalid_calls,
             best=state.best,
-            error=error,
+            error=state.error,
             last_files=last,
         )
         writer.write(end)
@@ -255,75 +262,51 @@ async def run_episode(
     )
 
 
-def infrastructure_observation(exc: InfraError) -> str:
-    """What a policy reads when the environment failed: one short line, never a traceback, and whether
-    trying again can help."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    text = lines[-1] if lines else type(exc).__name__
-    if len(lines) > 1:
-        text = f"{lines[0].removesuffix('Traceback (most recent call last):').strip()} {text}".strip()
-    advice = "try again later" if exc.retryable else "retrying will not help"
-    return f"error (infrastructure, not your code; {advice}): {text[:400]}"
-
-
-def _budget_exhausted(state: _State, budgets: Budgets) -> str | None:
-    if state.turn >= budgets.max_turns:
-        return "turn_budget"
-    if state.tokens >= budgets.max_tokens:
-        return "token_budget"
-    if time.monotonic() - state.started >= budgets.max_wall_s:
-        return "wall_time_budget"
-    if state.gpu_s >= budgets.max_gpu_s:
-        return "gpu_time_budget"
-    return None
-
-
 async def _run_tool_calls(run: _Run, completion: Completion) -> str | None:
     state = run.state
     calls = completion.message.get("tool_calls") or []
     if not calls:
         return "policy_finished"
+    stop: str | None = None
     for call in calls:
         call_id = str(call.get("id", ""))
         function = call.get("function") or {}
         name, arguments = str(function.get("name", "")), str(function.get("arguments", ""))
-        record = ToolRecord(turn=state.turn, call_id=call_id, name=name, arguments=arguments, valid=False)
-        try:
-            action, args = parse_call(name, arguments, run.preset.tools)
-        except InvalidCall as invalid:
-            state.invalid_calls += 1
-            state.invalid_streak += 1
-            observation = f"error: {invalid}"
-            record.error = str(invalid)
-        else:
-            state.invalid_streak = 0
-            record.valid = True
-            started = time.monotonic()
-            try:
-                result = await action.run(run.session, args, run.settings)
-            except InfraError as exc:
-                # Not the policy's doing: say so in one line (the record keeps the whole message).
-                observation = infrastructure_observation(exc)
-                record.error, record.infra_error = str(exc), True
-            except CudaAgentError as exc:
-                observation = f"error: {exc}"
-                record.error = str(exc)
-            else:
-                observation = result.model_dump_json(exclude_none=True)
-                record.result = result.model_dump(mode="json")
-                _note_result(run.session, result, state, record)
-            record.wall_s = round(time.monotonic() - started, 3)
-            if action.uses_gpu:
-                state.gpu_s += record.wall_s
-        run.answer({"role": "tool", "tool_call_id": call_id, "content": observation}, record)
+        if stop is not None:
+            # The episode ended earlier in this turn; the call still gets an answer, so the
+            # conversation stays valid, but it does not run.
+            note = f"not run: the episode ended ({stop})"
+            record = ToolRecord(
+                turn=state.turn, call_id=call_id, name=name, arguments=arguments, valid=False, error=note
+            )
+            run.answer({"role": "tool", "tool_call_id": call_id, "content": f"error: {note}"}, record)
+            continue
+        step = await run.episode.call(name, arguments)
+        record = ToolRecord(
+            turn=state.turn,
+            call_id=call_id,
+            name=name,
+            arguments=arguments,
+            valid=step.valid,
+            error=step.error,
+            infra_error=step.infra_error,
+            attempts=step.attempts,
+            wall_s=step.wall_s,
+        )
+        if step.result is not None:
+            record.result = step.result.model_dump(mode="json")
+            _note_result(run.session, step.outcome, state, record)
+        if step.infra_error:
+            state.error = step.error
+        run.answer({"role": "tool", "tool_call_id": call_id, "content": step.observation}, record)
         run.event("tool", tool=name, detail=(record.error or "ok")[:160])
-    if state.invalid_streak >= run.budgets.max_invalid_calls:
-        return "invalid_tool_calls"
-    return None
+        stop = step.ends
+    return stop
 
 
 async def _evaluate_answer(run: _Run, completion: Completion) -> str | None:
-    """Text format: write the answer's fenced files, evaluate, and send the result back as a user turn."""
+    """Text format: write the answer's fenced files, evaluate, and send the result back as a user turn.
+    Each answer is evaluated without ending the episode; an answer without files ends it."""
     state = run.state
     files = fenced_files(str(completion.message.get("content") or ""))
     if not files:
@@ -334,28 +317,36 @@ async def _evaluate_answer(run: _Run, completion: Completion) -> str | None:
             await write_file(run.session, path, text)
         except CudaAgentError as exc:
             problems.append(f"{path}: {exc}")
+    evaluate = ACTIONS["evaluate"]
+    step = await run.episode.run(evaluate, evaluate.args(), final=False)
     record = ToolRecord(
-        turn=state.turn, call_id=f"answer-{state.turn}", name="evaluate", arguments="{}", valid=True
+        turn=state.turn,
+        call_id=f"answer-{state.turn}",
+        name="evaluate",
+        arguments="{}",
+        valid=True,
+        infra_error=step.infra_error,
+        attempts=step.attempts,
+        wall_s=step.wall_s,
     )
-    started = time.monotonic()
-    result = await evaluate_kernels(run.session, evaluate_request(run.settings))
-    record.wall_s = round(time.monotonic() - started, 3)
-    state.gpu_s += record.wall_s
-    record.result = result.model_dump(mode="json")
-    record.error = "; ".join(problems) or None
-    _note_result(run.session, result, state, record)
-    report = result.model_dump_json(exclude_none=True)
-    text = f"{FEEDBACK_PREFIX} (turn {state.turn}):\n" + "".join(f"{p}\n" for p in problems) + report
+    record.error = "; ".join([*problems, *([step.error] if step.error else [])]) or None
+    if step.result is not None:
+        record.result = step.result.model_dump(mode="json")
+        _note_result(run.session, step.outcome, state, record)
+    if step.infra_error:
+        state.error = step.error
+    text = (
+        f"{FEEDBACK_PREFIX} (turn {state.turn}):\n" + "".join(f"{p}\n" for p in problems) + step.observation
+    )
     message = {"role": "user", "content": text}
     run.answer(message, record)
     run.writer.write(MessageRecord(turn=state.turn, message=message))
-    run.event("tool", tool="evaluate", detail=result.verify.verdict.status)
-    return None
+    run.event("tool", tool="evaluate", detail=step.outcome.verify_status or (step.error or "")[:160])
+    return step.ends
 
 
-def _note_result(session: Session, result: BaseModel, state: _State, record: ToolRecord) -> None:
+def _note_result(session: Session, outcome: Outcome, state: _State, record: ToolRecord) -> None:
     """Record reward and verification of a result; keep the files if they beat the best so far."""
-    outcome = outcome_of(result)
     if outcome.compile_ok is not None:
         state.compile_ok = outcome.compile_ok
     record.verified, record.reward = outcome.verified, outcome.reward
@@ -395,14 +386,15 @@ async def _replay(
         writer.write(message)
     for record in trajectory.tools:
         writer.write(record)
+    counters = state.counters
     if trajectory.end is not None:
-        state.turn = trajectory.end.turns
-        state.tokens = trajectory.end.tokens
-        state.gpu_s = trajectory.end.gpu_s
-        state.invalid_calls = trajectory.end.invalid_calls
+        counters.turn = trajectory.end.turns
+        counters.tokens = trajectory.end.tokens
+        counters.gpu_s = trajectory.end.gpu_s
+        counters.invalid_calls = trajectory.end.invalid_calls
         state.best = trajectory.end.best
     else:
-        state.turn = max((m.turn for m in trajectory.messages), default=0)
+        counters.turn = max((m.turn for m in trajectory.messages), default=0)
     return messages
 
 

@@ -48,6 +48,7 @@ class ToolRecord(_Record):
     infra_error: bool = Field(
         False, description="the environment failed, not the policy: mask it when training"
     )
+    attempts: int = Field(default=1, description="tries it took: infrastructure failures are retried")
     result: dict[str, Any] | None = None
     wall_s: float = 0.0
     reward: float | None = None
@@ -68,6 +69,11 @@ class RunTotals(BaseModel):
     """How a run ended and what it used: the end record's and the loop result's common part."""
 
     stop_reason: str
+    truncated: bool = Field(
+        default=False,
+        description="a limit from outside ended the run (budget, invalid calls, infrastructure, endpoint), "
+        "not the policy (evaluate, or no more tool calls)",
+    )
     turns: int
     tokens: int
     wall_s: float

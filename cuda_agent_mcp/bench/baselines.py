@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import discover_toolchain
 from cuda_agent_mcp.errors import CudaAgentError
-from cuda_agent_mcp.evaluation.job import TimingPolicy
+from cuda_agent_mcp.evaluation.job import TimingPolicy, baseline_cache_key
 from cuda_agent_mcp.results import TimingStats, Verdict
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.tools import Session
@@ -184,7 +184,7 @@ def seed_judge_cache(tables: list[BaselineTable], tasks: list[Task], cache_dir: 
         for entry in table.entries.values():
             if entry.content_hash not in by_hash:
                 continue
-            key = f"{entry.content_hash}:{entry.judge_gpu}:{entry.judge_torch}"  # judge/baselines.py
+            key = baseline_cache_key(entry.content_hash, entry.judge_gpu, entry.judge_torch)
             if key not in data:
                 data[key] = {"eager": entry.eager.model_dump(), "compiled": entry.compiled.model_dump()}
                 added += 1

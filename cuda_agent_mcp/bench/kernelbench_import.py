@@ -295,11 +295,31 @@ def rewrite_model_new(code: str, sites: list[ast.Call]) -> str:
     )
     for start, end in reversed(spans):
         data = data[:start] + b"cuda_extension" + data[end:]
-    text = data.decode("utf-8")
+    text = _without_unused_loader_imports(data.decode("utf-8"))
     marker = (
         "import cuda_extension  # the extension built from this file's load_inline sources (cuda-agent)\n"
     )
     return _after_future_imports(text, marker)
+
+
+def _without_unused_loader_imports(text: str) -> str:
+    """Drop `from torch.utils.cpp_extension import load_inline, load` (and `from torch.utils import
+    cpp_extension`) once no call of them is left: the import alone is what the audit refuses (code that
+    compiles and loads past the build), and after the rewrite nothing uses it."""
+    tree = ast.parse(text)
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    used |= {ast.unparse(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    lines = text.splitlines(keepends=True)
+    for node in reversed(tree.body):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        names = {a.asname or a.name for a in node.names}
+        loader = node.module == "torch.utils.cpp_extension" or (
+            node.module == "torch.utils" and {a.name for a in node.names} == {"cpp_extension"}
+        )
+        if loader and not names & used:
+            del lines[node.lineno - 1 : (node.end_lineno or node.lineno)]
+    return "".join(lines)
 
 
 def _after_future_imports(text: str, line: str) -> str:

@@ -1,10 +1,13 @@
 """`KernelEnv`: the agent loop's environment for RL trainers, one episode at a time.
 
 reset(task) gives the observation a policy starts from (system prompt, task, tool schemas); step(call)
-runs one tool call through the same tool layer and answers (observation, reward, done, info). The
-episode ends when the policy calls `evaluate` (or `submit`, its alias), or when the turn budget is
-spent, in which case the workspace as it stands is evaluated. The final reward comes from the named
-schedule; steps before it are worth 0.
+runs one tool call through the episode core the agent loop uses too (`agent/episode.py`) and answers
+Gymnasium's way: observation, reward, `terminated` (the policy's final answer, `evaluate` or its alias
+`submit`, was judged), `truncated` (a limit from outside ended the episode: the turn budget or another of
+the preset's budgets, consecutive invalid calls, a persisting infrastructure failure), `done` (either
+one, for callers written before the split) and info. An episode a limit ends is evaluated as its
+workspace stands, unless the infrastructure failed (then the reward is 0 and `mask` is set). Each step
+counts as a turn. The final reward comes from the named schedule; steps before it are worth 0.
 """
 
 from __future__ import annotations
@@ -15,40 +18,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from cuda_agent_mcp.agent.actions import (
-    ACTIONS,
-    EnvironmentSettings,
-    InvalidCall,
-    evaluate_request,
-    parse_call,
-)
-from cuda_agent_mcp.agent.context import truncate
+from cuda_agent_mcp.agent.actions import ACTIONS, SUBMIT, EnvironmentSettings, tool_specs
+from cuda_agent_mcp.agent.episode import EndReason, Episode, Step
+from cuda_agent_mcp.agent.failures import FailureKind
 from cuda_agent_mcp.agent.loop import task_prompt
-from cuda_agent_mcp.agent.outcome import outcome_of
 from cuda_agent_mcp.agent.policy import PolicyPreset, load_policy
-from cuda_agent_mcp.env.failures import FailureKind, InfraFailure, verdict_failure, with_infra_retries
-from cuda_agent_mcp.errors import CudaAgentError, UsageError
+from cuda_agent_mcp.errors import UsageError
 from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.tasks import Task, TaskCatalog
-from cuda_agent_mcp.tools import EvaluateRequest, Session, evaluate_kernels
-
-SUBMIT = "submit"
-
-
-def tool_spec(name: str) -> dict[str, Any]:
-    """The OpenAI-style schema of one tool of the environment (`submit` included)."""
-    if name != SUBMIT:
-        return ACTIONS[name].openai_spec()
-    return {
-        "type": "function",
-        "function": {
-            "name": SUBMIT,
-            "description": "End the episode: verify, profile and score the workspace as it is.",
-            "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
-        },
-    }
+from cuda_agent_mcp.tools import Session
 
 
 class ToolCall(BaseModel):
@@ -78,21 +58,24 @@ class StepInfo(BaseModel):
     mask: bool = Field(False, description="an infrastructure failure persisted: do not learn from this step")
     attempts: int = 1
     error: str | None = None
-
-    def masked_for(self, failure: InfraFailure) -> None:
-        self.failure, self.mask, self.attempts, self.error = (
-            "infrastructure",
-            True,
-            failure.attempts,
-            str(failure),
-        )
+    end_reason: EndReason | None = Field(default=None, description="what ended the episode at this step")
 
 
 class StepResult(BaseModel):
     observation: str
     reward: float
-    done: bool
+    terminated: bool = Field(default=False, description="the policy's final answer was judged")
+    truncated: bool = Field(
+        default=False,
+        description="a limit from outside ended the episode (budget, invalid calls, infrastructure)",
+    )
     info: StepInfo
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def done(self) -> bool:
+        """The episode is over, either way (Gymnasium's `done` before the split)."""
+        return self.terminated or self.truncated
 
 
 class KernelEnv:
@@ -106,25 +89,36 @@ class KernelEnv:
         policy: str | PolicyPreset = "cuda-agent",
         schedule: RewardSchedule = "milestones",
         max_turns: int | None = None,
-        infra_retries: int = 2,
+        infra_retries: int | None = None,
         root: Path | None = None,
     ) -> None:
         self.catalog = catalog or TaskCatalog.from_environment()
         self.settings = settings or EnvironmentSettings()
+        if infra_retries is not None:
+            self.settings = self.settings.model_copy(update={"infra_retries": infra_retries})
         self.preset = load_policy(policy) if isinstance(policy, str) else policy
         self.schedule = schedule
-        self.max_turns = max_turns or self.preset.budgets.max_turns
-        self.infra_retries = infra_retries
+        budgets = self.preset.budgets
+        self.budgets = budgets.model_copy(update={"max_turns": max_turns}) if max_turns else budgets
         self._own_root = root is None
         self.root = root or Path(tempfile.mkdtemp(prefix="cuda-agent-env-"))
         self.session: Session | None = None
-        self.turn = 0
+        self.episode: Episode | None = None
         self.done = False
         self._episodes = 0
 
     @property
+    def max_turns(self) -> int:
+        return self.budgets.max_turns
+
+    @property
     def tool_names(self) -> list[str]:
-        return [*self.preset.tools, SUBMIT]
+        """The tools offered to the policy: the preset's, as the agent loop offers them."""
+        return list(self.preset.tools)
+
+    @property
+    def turn(self) -> int:
+        return self.episode.counters.turn if self.episode is not None else 0
 
     async def reset(self, task: str | Task) -> Observation:
         return self.start(task)
@@ -137,40 +131,43 @@ class KernelEnv:
         self.session = Session.create(
             chosen, directory, overwrite=True, seed=self.settings.session_seed(self._episodes)
         )
-        self.turn, self.done = 0, False
+        # `submit` is always accepted: it is how a trainer ends an episode the policy left open.
+        allowed = [*self.tool_names, *([SUBMIT] if SUBMIT not in self.tool_names else [])]
+        self.episode = Episode(
+            self.session,
+            self.settings,
+            allowed=allowed,
+            budgets=self.budgets,
+            max_output_chars=self.preset.context.max_tool_output_chars,
+            schedule=self.schedule,
+        )
+        self.done = False
         return Observation(
             system_prompt=self.preset.system_prompt(),
             task=task_prompt(self.session, self.preset),
-            tools=[tool_spec(name) for name in self.tool_names],
+            tools=tool_specs(self.tool_names),
             task_id=chosen.id,
         )
 
     async def step(self, call: ToolCall | dict[str, Any]) -> StepResult:
-        session = self._active()
+        episode = self._active()
         call = call if isinstance(call, ToolCall) else ToolCall.model_validate(call)
-        self.turn += 1
+        episode.counters.turn += 1
         arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
-        info = StepInfo(turn=self.turn, tool=call.name, valid=False)
-        if call.name in (SUBMIT, "evaluate"):
-            return await self._final(session, info, trials=_trials(arguments))
-        try:
-            action, args = parse_call(call.name, arguments, self.preset.tools)
-        except InvalidCall as invalid:
-            info.failure, info.error = "model", str(invalid)
-            return await self._after(session, f"error: {invalid}", info)
-        info.valid = True
-        try:
-            result, info.attempts = await with_infra_retries(
-                lambda: action.run(session, args, self.settings), self.infra_retries
+        step = await episode.call(call.name, arguments)
+        if step.ends is not None:
+            self.done = True
+            return StepResult(
+                observation=step.observation,
+                reward=_reward(step),
+                terminated=step.ends == "evaluated",
+                truncated=step.ends != "evaluated",
+                info=self._info(step),
             )
-        except InfraFailure as failure:
-            info.masked_for(failure)
-            return await self._after(session, f"error (infrastructure, not your code): {failure.cause}", info)
-        except CudaAgentError as exc:
-            info.failure, info.error = "model", str(exc)
-            return await self._after(session, f"error: {exc}", info)
-        _describe(result, info)
-        return await self._after(session, result.model_dump_json(exclude_none=True), info)
+        limit = episode.limit_reached()
+        if limit is not None:
+            return await self._truncate(episode, step.observation, limit)
+        return StepResult(observation=step.observation, reward=0.0, info=self._info(step))
 
     async def close(self) -> None:
         self.dispose()
@@ -182,61 +179,44 @@ class KernelEnv:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _active(self) -> Session:
-        if self.session is None:
+    def _active(self) -> Episode:
+        if self.episode is None:
             raise UsageError("call reset(task) before step()")
         if self.done:
             raise UsageError("the episode is over: call reset(task) for the next one")
-        return self.session
+        return self.episode
 
-    async def _after(self, session: Session, observation: str, info: StepInfo) -> StepResult:
-        """Every non-final step is worth 0; the turn budget ends the episode with a final evaluation."""
-        text = truncate(observation, self.preset.context.max_tool_output_chars)
-        if self.turn >= self.max_turns:
-            final = await self._final(session, StepInfo(turn=self.turn, tool=SUBMIT, valid=True), trials=5)
-            return StepResult(
-                observation=text + "\n\n" + final.observation, reward=final.reward, done=True, info=final.info
-            )
-        return StepResult(observation=text, reward=0.0, done=False, info=info)
-
-    async def _final(self, session: Session, info: StepInfo, trials: int) -> StepResult:
+    async def _truncate(self, episode: Episode, text: str, limit: EndReason) -> StepResult:
+        """A limit ended the episode: the workspace as it stands is evaluated for the reward."""
         self.done = True
-        info.valid = True
-        request: EvaluateRequest = evaluate_request(self.settings, trials=trials).model_copy(
-            update={"reward_schedule": self.schedule}
+        submit = ACTIONS[SUBMIT]
+        final = await episode.run(submit, submit.args(), final=True)
+        info = self._info(final)
+        if not final.infra_error:
+            info.end_reason = limit
+        return StepResult(
+            observation=f"{text}\n\n{final.observation}", reward=_reward(final), truncated=True, info=info
         )
-        try:
-            result, info.attempts = await with_infra_retries(
-                lambda: evaluate_kernels(session, request), self.infra_retries
-            )
-        except InfraFailure as failure:
-            info.masked_for(failure)
-            return StepResult(
-                observation=f"error (infrastructure): {failure.cause}", reward=0.0, done=True, info=info
-            )
-        _describe(result, info)
-        text = truncate(result.model_dump_json(exclude_none=True), self.preset.context.max_tool_output_chars)
-        return StepResult(observation=text, reward=result.reward, done=True, info=info)
+
+    def _info(self, step: Step) -> StepInfo:
+        outcome = step.outcome
+        return StepInfo(
+            turn=self.turn,
+            tool=step.name,
+            valid=step.valid,
+            compile_ok=outcome.compile_ok,
+            verify_ok=outcome.verified if outcome.verify_status is not None else None,
+            speedup_vs_eager=outcome.speedup_vs_eager,
+            speedup_vs_compile=outcome.speedup_vs_compile,
+            failure=step.failure,
+            mask=step.infra_error,
+            attempts=step.attempts,
+            error=step.error,
+            end_reason=step.ends,
+        )
 
 
-def _describe(result: BaseModel, info: StepInfo) -> None:
-    """Per-step metrics from a tool result, and whose fault a failed verdict is."""
-    outcome = outcome_of(result)
-    info.compile_ok = outcome.compile_ok
-    info.speedup_vs_eager, info.speedup_vs_compile = outcome.speedup_vs_eager, outcome.speedup_vs_compile
-    if outcome.verify_status is not None:
-        info.verify_ok = outcome.verified
-    if outcome.compile_ok is False:
-        info.failure = "model"
-    elif outcome.verified and outcome.profile_status is not None:
-        info.failure = verdict_failure(outcome.profile_status)
-    else:
-        info.failure = verdict_failure(outcome.verify_status)
-
-
-def _trials(arguments: str) -> int:
-    try:
-        value = json.loads(arguments or "{}").get("trials", 5)
-    except (ValueError, AttributeError):
-        return 5
-    return value if isinstance(value, int) and 1 <= value <= 20 else 5
+def _reward(step: Step) -> float:
+    """A judged final answer's reward; 0 for an episode the infrastructure ended (masked)."""
+    reward = step.outcome.reward
+    return reward if step.ends == "evaluated" and reward is not None else 0.0

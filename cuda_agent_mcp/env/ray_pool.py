@@ -35,7 +35,7 @@ def score_batch_ray(
     schedule: RewardSchedule = "milestones",
     actors: int | None = None,
     trials: int = 5,
-    infra_retries: int = 2,
+    infra_retries: int | None = None,
     address: str | None = None,
 ) -> list[Score]:
     """Spread `solutions` over Ray actors (default: one per GPU of the cluster, or per 2 CPUs when

@@ -3,7 +3,8 @@
 Each solution gets its own workspace. All of them share one GPU scheduler over the visible GPUs, so
 timed work holds a GPU alone while builds and other solutions' correctness checks overlap with it;
 `concurrency` (default two per GPU) bounds how many solutions are in flight. Infrastructure failures are
-retried, then reported as such (`masked`), never as a bad reward for the model.
+retried by the episodes' rule (`agent/failures.py`; `settings.infra_retries` unless `infra_retries` is
+given), then reported as such (`masked`), never as a bad reward for the model.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.agent.actions import EnvironmentSettings, evaluate_request
+from cuda_agent_mcp.agent.failures import FailureKind, InfraFailure, verdict_failure, with_infra_retries
 from cuda_agent_mcp.agent.search import gpu_scheduler
 from cuda_agent_mcp.agent.snapshot import restore
-from cuda_agent_mcp.env.failures import FailureKind, InfraFailure, verdict_failure, with_infra_retries
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.evaluation.reward import FAIL, RewardSchedule
 from cuda_agent_mcp.results import EvalResult
@@ -56,7 +57,7 @@ async def score_batch(
     settings: EnvironmentSettings | None = None,
     schedule: RewardSchedule = "milestones",
     concurrency: int | None = None,
-    infra_retries: int = 2,
+    infra_retries: int | None = None,
     trials: int = 5,
 ) -> list[Score]:
     catalog = catalog or TaskCatalog.from_environment()
@@ -64,7 +65,7 @@ async def score_batch(
     scheduler = gpu_scheduler(settings)
     gpus = len(scheduler.status()) if scheduler is not None else 0
     limit = anyio.CapacityLimiter(concurrency or max(2 * gpus, 1))
-    request = evaluate_request(settings, trials=trials).model_copy(update={"reward_schedule": schedule})
+    request = evaluate_request(settings, trials=trials, schedule=schedule)
     scores: list[Score | None] = [None] * len(solutions)
     root = Path(tempfile.mkdtemp(prefix="cuda-agent-score-"))
 
@@ -86,7 +87,8 @@ async def score_batch(
                 return await evaluate_kernels(session, request)
 
         try:
-            result, attempts = await with_infra_retries(evaluate, infra_retries)
+            retries = settings.infra_retries if infra_retries is None else infra_retries
+            result, attempts = await with_infra_retries(evaluate, retries)
         except InfraFailure as failure:
             scores[index] = Score(
                 index=index,

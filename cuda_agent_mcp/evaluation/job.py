@@ -52,6 +52,12 @@ class Timeouts(BaseModel):
     )
 
 
+def baseline_cache_key(content_hash: str, gpu: str, torch_version: str) -> str:
+    """The judge's baseline cache key (judge/baselines.py); `bench` seeds the cache with it. v2: the
+    entries carry per-call samples (for speedup intervals); older ones are measured again."""
+    return f"v2:{content_hash}:{gpu}:{torch_version}"
+
+
 class EvalJob(BaseModel):
     """Everything the judge needs. Seeds are secret: they never leave the judge."""
 

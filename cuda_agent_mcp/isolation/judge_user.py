@@ -86,8 +86,11 @@ def plan_judge_start(argv: list[str], env: dict[str, str], state_dir: Path, *, w
     private = {
         "HOME": str(home),
         "TMPDIR": "/tmp",
-        "TRITON_CACHE_DIR": str(home / "triton"),
-        "TORCHINDUCTOR_CACHE_DIR": str(home / "inductor"),
+        # Compiler caches in the judge's private /tmp (a tmpfs of its own, always writable there): a cache
+        # under the state directory failed to be created when that directory was not reachable for the uid
+        # (the bench's CPU suites, whose cache is under a private pytest directory).
+        "TRITON_CACHE_DIR": "/tmp/judge-triton",
+        "TORCHINDUCTOR_CACHE_DIR": "/tmp/judge-inductor",
     }
     cgroup = delegate(f"judge-{uuid.uuid4().hex[:12]}", uid)
     if cgroup is not None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from cuda_agent_mcp.evaluation.job import baseline_cache_key
 from cuda_agent_mcp.judge.judge import Judge
 from cuda_agent_mcp.results import TimingStats
 
@@ -20,8 +21,8 @@ def measure_baselines(judge: Judge) -> tuple[TimingStats | None, TimingStats | N
     if job.baselines == "skip":
         return None, None, False
     cache = Path(job.baseline_cache_path) if job.baseline_cache_path else None
-    # v2: entries carry per-call samples (for speedup intervals); older ones are measured again.
-    key = f"v2:{job.baseline_key}:{torch.cuda.get_device_name(judge.device) if judge.device.type == 'cuda' else 'cpu'}:{torch.__version__}"
+    gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
+    key = baseline_cache_key(job.baseline_key, gpu, torch.__version__)
     if job.baselines == "cached" and cache is not None:
         entry = _read_cache(cache).get(key)
         if entry:

@@ -1,6 +1,8 @@
-"""The tool layer: one async function per tool, pydantic in and out. Every front-end calls these."""
+"""The tool layer: one async function per tool, pydantic in and out, each declared once in `TOOLS`.
+Every front-end calls these."""
 
 from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
+from cuda_agent_mcp.tools.catalogue import TOOLS
 from cuda_agent_mcp.tools.evaluate import (
     EvaluateRequest,
     JudgeFailed,
@@ -11,6 +13,7 @@ from cuda_agent_mcp.tools.evaluate import (
     verify_kernels,
 )
 from cuda_agent_mcp.tools.files import edit_file, list_files, read_file, search_files, write_file
+from cuda_agent_mcp.tools.registry import Surface, Tool, ToolRegistry
 from cuda_agent_mcp.tools.rules import TaskRules, task_rules
 from cuda_agent_mcp.tools.session import Session
 from cuda_agent_mcp.tools.source_audit import SourceAuditResult, audit_sources
@@ -26,18 +29,22 @@ from cuda_agent_mcp.tools.tasks import (
 )
 
 __all__ = [
+    "TOOLS",
     "CompileRequest",
     "EvaluateRequest",
     "JudgeFailed",
     "ProfileRequest",
     "Session",
     "SourceAuditResult",
+    "Surface",
     "TaskAuditRequest",
     "TaskAuditResult",
     "TaskDetails",
     "TaskList",
     "TaskQuery",
     "TaskRules",
+    "Tool",
+    "ToolRegistry",
     "VerifyRequest",
     "WorkspaceInfo",
     "audit_sources",

@@ -12,6 +12,36 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+WORKSPACE_PATH = "a path inside the workspace, e.g. kernels/relu.cu"
+GLOB = "glob pattern, relative to the workspace"
+
+
+class ReadFileRequest(_Model):
+    path: str = Field(description=WORKSPACE_PATH)
+
+
+class WriteFileRequest(_Model):
+    path: str = Field(description=WORKSPACE_PATH)
+    content: str = Field(description="the whole new content of the file")
+
+
+class EditFileRequest(_Model):
+    path: str = Field(description=WORKSPACE_PATH)
+    old_text: str = Field(description="exact text to replace; must occur once unless replace_all")
+    new_text: str = Field(description="the text to put in its place")
+    replace_all: bool = Field(default=False, description="replace every occurrence")
+
+
+class ListFilesRequest(_Model):
+    pattern: str = Field(default="**/*", description=GLOB)
+
+
+class SearchFilesRequest(_Model):
+    regex: str = Field(description="a regular expression (Python syntax) to find in each line")
+    pattern: str = Field(default="**/*", description="glob pattern of the files to search")
+    max_hits: int = Field(default=200, ge=1, le=1000, description="return at most this many lines")
+
+
 class FileContent(_Model):
     path: str
     content: str

@@ -1,8 +1,9 @@
 """GRPO with TRL on KernelBench level 1, the tools and reward coming from cuda-agent-mcp.
 
 Needs a GPU machine, `pip install 'cuda-agent-mcp[trl]'`, a KernelBench checkout and a model TRL can
-train. Each generation gets its own environment (workspace); the model calls read_file, write_file,
-edit_file, compile, verify and evaluate; the reward is the final evaluation under the paper's
+train. Each generation gets its own environment (workspace); the model calls the default preset's tools
+(read_file, write_file, edit_file, list_files, compile, verify, profile, evaluate; from the tool
+registry, as the agent loop offers them); the reward is the final evaluation under the paper's
 milestones, or None (the rollout is left out) when the environment itself failed.
 """
 

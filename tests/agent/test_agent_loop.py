@@ -23,28 +23,33 @@ def _episode(session, preset, client, path: Path, **options):
 def test_a_wrong_kernel_then_a_fixed_one_ends_with_the_best_verified_version_restored(
     session, kernel_files, scripted, tmp_path: Path
 ) -> None:
+    """evaluate is the final answer: it ends the run, and the workspace keeps the best verified files."""
     writes = [tool_call("write_file", {"path": p, "content": c}) for p, c in kernel_files.items()]
     script = [
         turn(*writes, tool_call("write_file", {"path": "model_new.py", "content": WRONG})),
         turn(tool_call("compile", {}), tool_call("verify", {"trials": 2})),
-        turn(tool_call("edit_file", {"path": "model_new.py", "old_text": " * 2", "new_text": ""})),
-        turn(tool_call("evaluate", {"trials": 2})),
+        turn(
+            tool_call("edit_file", {"path": "model_new.py", "old_text": " * 2", "new_text": ""}),
+            tool_call("verify", {"trials": 2}),
+        ),
         turn(tool_call("write_file", {"path": "model_new.py", "content": BROKEN})),  # never verified
-        turn(content="I am done."),
+        turn(tool_call("evaluate", {"trials": 2}), tool_call("list_files", {})),
+        turn(content="never asked for: evaluate ended the run"),
     ]
     with scripted(script) as (llm, preset, client):
         result = _episode(session, preset, client, tmp_path / "t.jsonl")
 
-    assert result.stop_reason == "policy_finished"
-    assert result.turns == 6
-    assert result.best is not None and result.best.turn == 4
+    assert result.stop_reason == "evaluated" and not result.truncated
+    assert result.turns == 5 and len(llm.requests) == 5
+    assert result.best is not None and result.best.turn == 3
     assert (session.workspace.root / "model_new.py").read_text() == CORRECT  # not the broken last write
     trajectory = load_trajectory(tmp_path / "t.jsonl")
-    verdicts = {r.name: r for r in trajectory.tools if r.name in ("verify", "evaluate")}
-    assert (
-        verdicts["verify"].result["verdict"]["status"] == "wrong_output" and not verdicts["verify"].verified
-    )
-    assert verdicts["evaluate"].verified and verdicts["evaluate"].code_hash == result.best.code_hash
+    wrong, fixed = (r for r in trajectory.tools if r.name == "verify")
+    assert wrong.result["verdict"]["status"] == "wrong_output" and not wrong.verified
+    assert fixed.verified and fixed.code_hash == result.best.code_hash
+    evaluated, after = trajectory.tools[-2:]
+    assert evaluated.name == "evaluate" and evaluated.valid and not evaluated.verified
+    assert after.name == "list_files" and not after.valid and "episode ended (evaluated)" in after.error
     assert trajectory.end is not None and trajectory.end.last_files["model_new.py"] == BROKEN
     # The real wire format: tool specs went out, and each tool result answered its call by id.
     first, second = llm.requests[0], llm.requests[1]
@@ -84,7 +89,7 @@ def test_budgets_end_the_run_cleanly(session, scripted, tmp_path: Path) -> None:
     with scripted(listing, tokens_per_reply=100) as (_, preset, client):
         by_tokens = _episode(session, preset, client, tmp_path / "b.jsonl", budgets=Budgets(max_tokens=250))
 
-    assert (by_turns.stop_reason, by_turns.turns) == ("turn_budget", 2)
+    assert (by_turns.stop_reason, by_turns.turns, by_turns.truncated) == ("turn_budget", 2, True)
     assert (by_tokens.stop_reason, by_tokens.turns, by_tokens.tokens) == ("token_budget", 3, 300)
     assert load_trajectory(tmp_path / "b.jsonl").end.stop_reason == "token_budget"
 
@@ -127,7 +132,8 @@ def test_a_run_resumes_from_its_trajectory_in_a_fresh_workspace(
             fresh, preset, client, tmp_path / "second.jsonl", resume=load_trajectory(tmp_path / "first.jsonl")
         )
 
-    assert resumed.best is not None and resumed.turns == 4  # two recorded turns, evaluate, then done
+    assert resumed.best is not None and resumed.turns == 3  # two recorded turns, then evaluate ends it
+    assert resumed.stop_reason == "evaluated"
     assert (fresh.workspace.root / "model_new.py").read_text() == CORRECT
     assert len(llm.requests[0]["messages"]) > 2  # the recorded conversation continued
     whole = load_trajectory(tmp_path / "second.jsonl")

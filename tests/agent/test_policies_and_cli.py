@@ -111,7 +111,7 @@ def test_optimize_runs_end_to_end_against_an_openai_compatible_endpoint(tmp_path
         )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    assert report["best"]["stop_reason"] == "policy_finished" and report["best"]["best"]["turn"] == 2
+    assert report["best"]["stop_reason"] == "evaluated" and report["best"]["best"]["turn"] == 2
     assert (tmp_path / "ws" / "model_new.py").read_text() == CORRECT
     assert (tmp_path / "runs" / "trajectory.jsonl").is_file()
 

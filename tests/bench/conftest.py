@@ -57,7 +57,7 @@ class ModelNew(nn.Module):
 # task file -> (reference expression, solution: candidate expression, "missing" or "broken build")
 TASKS = {
     "level1/1_ReLU.py": ("torch.relu(x)", "x.clamp_min(0)"),
-    "level1/2_Tanh.py": ("torch.tanh(x)", "x"),  # wrong output
+    "level1/2_Tanh.py": ("torch.tanh(x)", "x * 2"),  # wrong output (returning x itself would alias its input)
     "level1/3_Fails.py": ("torch.relu(x) + undefined_name", "x.clamp_min(0)"),  # the reference itself fails
     "level1/4_Square.py": ("x * x", "missing"),
     "level2/1_Abs.py": ("torch.abs(x)", "broken build"),

@@ -19,6 +19,7 @@ from cuda_agent_mcp.bench.baselines import (
     table_path,
 )
 from cuda_agent_mcp.bench.published import compare_with_published
+from cuda_agent_mcp.evaluation.job import baseline_cache_key
 from cuda_agent_mcp.results import Crashed, Passed
 from cuda_agent_mcp.tasks import load_kernelbench
 from tests.bench.conftest import REFERENCE, stats
@@ -76,7 +77,7 @@ def test_only_this_machines_table_seeds_the_judges_cache_under_its_own_keys(tmp_
     )
     assert seed_judge_cache(matching(loaded, H200), [relu, tanh, abs_], cache) == 1
     judge_cache = json.loads((cache / "baselines.json").read_text())
-    key = f"{relu.content_hash}:NVIDIA H200:2.11.0+cu128"  # judge/baselines.py's key
+    key = baseline_cache_key(relu.content_hash, "NVIDIA H200", "2.11.0+cu128")  # the judge's own key
     assert judge_cache[key]["eager"]["median_ms"] == 2.0 and "kept:NVIDIA H200:2.11.0+cu128" in judge_cache
     assert seed_judge_cache(matching(loaded, H200), [relu], cache) == 0  # present already: not rewritten
 

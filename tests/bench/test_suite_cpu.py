@@ -128,7 +128,9 @@ def test_a_changed_solution_is_scored_again_on_resume(tiny_suite: TinySuite, tmp
     selected = request(tiny_suite, out, ids=["kernelbench/level1/2"])
     assert anyio.run(lambda: run_suite(selected, cache_dir=tiny_suite.cache)).rows[0].outcome == "incorrect"
     model_new = tiny_suite.solutions / "kernelbench" / "level1" / "2" / "model_new.py"
-    model_new.write_text(model_new.read_text().replace("return x\n", "return x.tanh()\n"))
+    wrong = model_new.read_text()
+    assert "return x * 2\n" in wrong
+    model_new.write_text(wrong.replace("return x * 2\n", "return x.tanh()\n"))
     assert anyio.run(lambda: run_suite(selected, cache_dir=tiny_suite.cache)).rows[0].outcome == "correct"
 
 

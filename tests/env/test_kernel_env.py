@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-import cuda_agent_mcp.env.kernel_env as kernel_env_module
 import cuda_agent_mcp.env.scoring as scoring_module
+import cuda_agent_mcp.tools.catalogue as catalogue_module
 from cuda_agent_mcp.env import KernelEnv, Solution, ToolCall, score_batch
 from cuda_agent_mcp.errors import UsageError
 from cuda_agent_mcp.tasks import TaskCatalog
@@ -53,20 +53,17 @@ def test_an_episode_steps_through_the_tool_layer_and_ends_on_submit(catalog, tmp
         return observation, steps
 
     observation, steps = anyio.run(episode)
-    assert {t["function"]["name"] for t in observation.tools} >= {
-        "write_file",
-        "compile",
-        "evaluate",
-        "submit",
-    }
+    # The preset's tools, as the agent loop offers them; `submit` is accepted all the same (below).
+    assert [t["function"]["name"] for t in observation.tools] == env.preset.tools
     assert "bias" in observation.task and observation.system_prompt
     *middle, invalid, final = steps
-    assert all(s.reward == 0.0 and not s.done for s in [*middle, invalid])
+    assert all(s.reward == 0.0 and not s.done and not s.truncated for s in [*middle, invalid])
     assert middle[-1].info.compile_ok is True
     assert (
         not invalid.info.valid and invalid.info.failure == "model" and "not valid JSON" in invalid.observation
     )
     assert final.done and final.info.verify_ok is True and final.info.failure is None
+    assert final.terminated and not final.truncated and final.info.end_reason == "evaluated"
     # Baselines are skipped on the CPU, so the kernel is correct but untimed: milestones give FAIL.
     assert final.reward == -1.0
     with pytest.raises(UsageError, match="episode is over"):
@@ -84,6 +81,7 @@ def test_a_wrong_kernel_is_the_models_failure_and_the_turn_budget_forces_a_final
 
     *_, last = anyio.run(episode)
     assert last.done and last.info.tool == "submit"
+    assert last.truncated and not last.terminated and last.info.end_reason == "turn_budget"
     assert last.info.verify_ok is False and last.info.failure == "model" and not last.info.mask
     assert last.reward == -1.0
 
@@ -91,7 +89,7 @@ def test_a_wrong_kernel_is_the_models_failure_and_the_turn_budget_forces_a_final
 def test_infrastructure_failures_are_retried_then_masked_never_scored(
     catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = kernel_env_module.evaluate_kernels
+    real = catalogue_module.evaluate_kernels
     failures = {"left": 2}
 
     async def flaky(session, request, **kw):  # the judge dies twice, then works
@@ -100,8 +98,8 @@ def test_infrastructure_failures_are_retried_then_masked_never_scored(
             raise JudgeFailed("the judge process exited with signal 9")
         return await real(session, request, **kw)
 
-    monkeypatch.setattr(kernel_env_module, "evaluate_kernels", flaky)
-    monkeypatch.setattr("cuda_agent_mcp.env.failures.anyio.sleep", lambda s: anyio.lowlevel.checkpoint())
+    monkeypatch.setattr(catalogue_module, "evaluate_kernels", flaky)
+    monkeypatch.setattr("cuda_agent_mcp.agent.failures.anyio.sleep", lambda s: anyio.lowlevel.checkpoint())
     env = _env(catalog, tmp_path, infra_retries=2)
 
     async def episode(retries_left: int):
@@ -115,6 +113,7 @@ def test_infrastructure_failures_are_retried_then_masked_never_scored(
     assert recovered.info.attempts == 3 and recovered.info.verify_ok and not recovered.info.mask
     persistent = anyio.run(lambda: episode(99))
     assert persistent.done and persistent.info.mask and persistent.info.failure == "infrastructure"
+    assert persistent.truncated and persistent.info.end_reason == "infrastructure_error"
     assert persistent.info.attempts == 3 and persistent.reward == 0.0
 
 
@@ -139,7 +138,7 @@ def test_score_batch_returns_rewards_in_order_with_whose_fault_each_failure_was(
         raise JudgeFailed("no judge could start: CUDA driver unavailable")
 
     monkeypatch.setattr(scoring_module, "evaluate_kernels", judge_down)
-    monkeypatch.setattr("cuda_agent_mcp.env.failures.anyio.sleep", lambda s: anyio.lowlevel.checkpoint())
+    monkeypatch.setattr("cuda_agent_mcp.agent.failures.anyio.sleep", lambda s: anyio.lowlevel.checkpoint())
     (down,) = anyio.run(lambda: score_batch(solutions[:1], catalog=catalog, settings=CPU, infra_retries=1))
     assert (down.status, down.failure, down.masked, down.attempts) == (
         "infrastructure_error",

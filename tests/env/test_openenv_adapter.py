@@ -63,12 +63,13 @@ def test_an_episode_over_the_openenv_websocket_session(server_url: str) -> None:
 
     start, steps, bad, final, state = anyio.run(episode)
     assert "ModelNew" in start.observation["text"]
-    assert {t["function"]["name"] for t in start.observation["tools"]} >= {"write_file", "submit"}
+    assert {t["function"]["name"] for t in start.observation["tools"]} >= {"write_file", "evaluate"}
     assert all(not s.done and s.reward == 0.0 for s in steps)
     assert (
         "unknown tool 'format_disk'" in bad.observation["text"]
         and bad.observation["info"]["failure"] == "model"
     )
     assert final.done and final.observation["info"]["verify_ok"] is True
+    assert not final.observation["truncated"] and final.observation["info"]["end_reason"] == "evaluated"
     assert final.reward == -1.0  # verified, untimed on the CPU: the milestones' FAIL
     assert state["step_count"] == len(files) + 2 and state["task_id"] == "file/bias_add_relu"

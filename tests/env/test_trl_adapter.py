@@ -12,8 +12,9 @@ import pytest
 pytest.importorskip("trl")
 from transformers.utils import get_json_schema
 
-import cuda_agent_mcp.env.kernel_env as kernel_env_module
+import cuda_agent_mcp.tools.catalogue as catalogue_module
 from cuda_agent_mcp.adapters.trl import TrlKernelEnvironment, trl_environment
+from cuda_agent_mcp.agent import load_policy
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import JudgeFailed
 from tests.agent.conftest import CORRECT, CPU, KERNELS, SMALL_INPUTS
@@ -42,7 +43,7 @@ def factory(tmp_path: Path):
 
 def test_every_tool_has_a_schema_transformers_can_build(factory) -> None:
     tools = _tools(factory())
-    assert set(tools) == {"read_file", "write_file", "edit_file", "compile", "verify", "evaluate"}
+    assert set(tools) == set(load_policy("cuda-agent").tools)  # the agent loop's and KernelEnv's
     schemas = {name: get_json_schema(tool) for name, tool in tools.items()}
     assert schemas["write_file"]["function"]["parameters"]["required"] == ["path", "content"]
     assert all(inspect.iscoroutinefunction(tool) for tool in tools.values())  # TRL awaits them on its loop
@@ -69,8 +70,8 @@ def test_one_episode_as_grpo_drives_it_and_a_judge_outage_gives_no_reward(
     async def judge_down(session, request, **kw):
         raise JudgeFailed("the judge process exited with signal 9")
 
-    monkeypatch.setattr(kernel_env_module, "evaluate_kernels", judge_down)
-    monkeypatch.setattr("cuda_agent_mcp.env.failures.anyio.sleep", lambda s: anyio.lowlevel.checkpoint())
+    monkeypatch.setattr(catalogue_module, "evaluate_kernels", judge_down)
+    monkeypatch.setattr("cuda_agent_mcp.agent.failures.anyio.sleep", lambda s: anyio.lowlevel.checkpoint())
 
     async def outage() -> float | None:
         env = factory()

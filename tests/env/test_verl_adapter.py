@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("verl")
 
 from cuda_agent_mcp.adapters.verl import VerlKernelTool, compute_score
+from cuda_agent_mcp.agent import load_policy
 from tests.agent.conftest import CORRECT, KERNELS, SMALL_INPUTS
 from tests.conftest import EXAMPLES
 
@@ -73,4 +74,4 @@ def test_the_example_tool_config_builds_every_tool() -> None:
         module, _, cls = entry["class_name"].rpartition(".")
         tool = getattr(importlib.import_module(module), cls)(entry["config"], None)
         names.append(tool.name)
-    assert names == ["read_file", "write_file", "edit_file", "compile", "verify", "evaluate"]
+    assert names == load_policy("cuda-agent").tools  # the tools the agent loop and KernelEnv offer

@@ -19,6 +19,7 @@ import pytest
 from cuda_agent_mcp.build import BuildCache, Builder, BuildFlags, discover_toolchain
 from cuda_agent_mcp.build.confinement import plan_view
 from cuda_agent_mcp.executors import LocalExecutor
+from cuda_agent_mcp.executors.sandboxed import view_backend
 from cuda_agent_mcp.results import BuildResult
 from cuda_agent_mcp.tools import Session, compile_kernels
 from tests.redteam.workspaces import HONEST_LAUNCH, RELU_KERNEL, launcher, relu_session
@@ -113,7 +114,8 @@ def test_a_file_outside_cannot_be_read_however_the_path_is_spelled(
     session = relu_session(tmp_path, shared_build_cache, kernel=HONEST + exploit)
     result = build(session)
     assert not result.ok and result.failure == "compile_error", result.summary
-    assert result.confinement == ["landlock"]
+    assert result.confinement == list(plan_view(session.executor).layers)
+    assert result.confinement[0] == "landlock" and "none" not in result.confinement
     secret.assert_not_in(result)
     assert "The trusted side of an evaluation" not in result.model_dump_json()  # judge.py's first line
     assert "Permission denied" not in result.log and "No such file" not in result.log  # no existence oracle
@@ -228,8 +230,8 @@ def test_the_cache_key_is_the_hash_of_the_bytes_the_compiler_saw(
 
 def _build_with(view_executor: str, tmp_path: Path, cache: Path, kernel: str) -> BuildResult:
     session = relu_session(tmp_path, cache, kernel=kernel)
-    if view_executor == "bubblewrap_only":
-        sandboxed_executor()  # skips where bubblewrap cannot run
+    if view_executor == "view_only":
+        sandboxed_executor()  # skips where no view can be built
         view = plan_view(LocalExecutor(), landlock=0)
         executor = view.executor
     else:
@@ -239,17 +241,23 @@ def _build_with(view_executor: str, tmp_path: Path, cache: Path, kernel: str) ->
     return anyio.run(builder.build, session.workspace, BuildFlags())
 
 
+def _view_layer() -> str:
+    """The sandbox executor's own layer: the namespace view where the kernel allows one, else bubblewrap."""
+    return {"namespaces": "namespaces", "bwrap": "bubblewrap"}.get(view_backend() or "", "none")
+
+
 @pytest.mark.parametrize(
     ("view_executor", "layers"),
     [
-        ("sandbox", ["landlock", "bubblewrap"]),
+        ("sandbox", ["landlock", "{view}"]),
         ("docker", ["landlock", "container"]),
-        ("bubblewrap_only", ["bubblewrap"]),
+        ("view_only", ["{view}"]),  # no Landlock: the executor's view alone
     ],
 )
 def test_every_executor_builds_honest_kernels_inside_a_view_and_stops_the_same_read(
     view_executor: str, layers: list[str], tmp_path: Path, shared_build_cache: Path, secret: Secret
 ) -> None:
+    layers = [_view_layer() if layer == "{view}" else layer for layer in layers]
     honest = _build_with(view_executor, tmp_path / "honest", shared_build_cache, HONEST + "\n// honest\n")
     assert honest.ok, honest.summary + honest.log
     assert honest.confinement == layers

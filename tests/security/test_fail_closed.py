@@ -99,7 +99,7 @@ def test_with_no_view_a_build_refuses_rather_than_running_the_compiler_unconfine
 ) -> None:
     env = _no_view_env(tmp_path, shared_build_cache)
     workspace = tmp_path / "ws"
-    shutil.copytree(EXAMPLES / "relu", workspace)
+    shutil.copytree(EXAMPLES / "relu", workspace, ignore=shutil.ignore_patterns("cuda_extension.so"))
     done = subprocess.run(
         [sys.executable, "-m", "cuda_agent_mcp", "compile", str(workspace), "--json"],
         env=env,

@@ -1,5 +1,10 @@
-"""Whose fault a failed step was. Trainers learn from the model's failures and mask the environment's:
-a judge that died, a GPU that went away or a queue that timed out says nothing about the kernel."""
+"""Whose fault a failed step was, and the one retry rule for infrastructure failures.
+
+Trainers learn from the model's failures and mask the environment's: a judge that died, a GPU that went
+away or a queue that timed out says nothing about the kernel. The agent loop, `KernelEnv` and
+`score_batch` all retry through `with_infra_retries`, and a policy reads an infrastructure failure as
+`infrastructure_observation`'s one line.
+"""
 
 from __future__ import annotations
 
@@ -45,3 +50,14 @@ async def with_infra_retries(
             if attempt > retries or not exc.retryable:
                 raise InfraFailure(attempt, exc) from exc
             await anyio.sleep(backoff_s * 2 ** (attempt - 1))
+
+
+def infrastructure_observation(exc: InfraError) -> str:
+    """What a policy reads when the environment failed: one short line, never a traceback, and whether
+    trying again can help."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[-1] if lines else type(exc).__name__
+    if len(lines) > 1:
+        text = f"{lines[0].removesuffix('Traceback (most recent call last):').strip()} {text}".strip()
+    advice = "try again later" if exc.retryable else "retrying will not help"
+    return f"error (infrastructure, not your code; {advice}): {text[:400]}"

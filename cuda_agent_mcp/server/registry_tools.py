@@ -1,0 +1,78 @@
+"""The tool layer's tools on the MCP server, registered from their one declaration (`tools.TOOLS`).
+
+Each tool's parameters are its request model's fields (or, for tools whose arguments are all settings,
+one optional object of the request model), after `session_id` for tools that run on a session. Long tools
+run as jobs (`calls.run_as_job`). The server's own tools (sessions, jobs, suites) are in `app.py`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, cast
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+from cuda_agent_mcp.server.calls import SessionId, current_client, hints, readable_errors, run_as_job
+from cuda_agent_mcp.server.jobs import JobBoard, JobKind, Outcome
+from cuda_agent_mcp.server.sessions import SessionRegistry
+from cuda_agent_mcp.tools import TOOLS, Session, Tool
+from cuda_agent_mcp.tools.registry import as_function
+from cuda_agent_mcp.tools.run import RunResult
+
+# What the MCP description adds to a tool's own (where the server answers differently from a policy).
+_MCP_NOTES = {"run": " A quota or limit reached is an error naming it, with the command's last output."}
+
+
+def _as_error(result: BaseModel) -> None:
+    """Results the server answers as tool errors: a `run` that reached a quota (the session lives on)."""
+    if isinstance(result, RunResult) and result.limit is not None:
+        tail = result.process.output[-2000:]
+        raise ToolError(f"{result.limit}\n--- the command's last output ---\n{tail}")
+
+
+def _function(tool: Tool, sessions: SessionRegistry, jobs: JobBoard) -> Callable[..., Any]:
+    async def call(ctx: Context, session_id: str | None = None, **arguments: Any) -> Any:
+        if tool.context is Session:
+            assert session_id is not None  # a required parameter of the signature below
+            context: Any = sessions.use(session_id, current_client())
+        else:
+            context = sessions.catalog
+        if tool.nested is not None:
+            request = arguments.get(tool.nested) or tool.request()
+        else:
+            request = tool.request(**arguments)
+        if tool.long_running:
+            kind = cast(JobKind, tool.name)
+            return await run_as_job(
+                ctx,
+                jobs,
+                kind,
+                cast(str, session_id),
+                lambda progress: tool(context, request, progress=progress),
+            )
+        result = await tool(context, request)
+        _as_error(result)
+        return result
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    before = (
+        [inspect.Parameter("session_id", keyword, annotation=SessionId)] if tool.context is Session else []
+    )
+    after = [inspect.Parameter("ctx", keyword, annotation=Context)]
+    returns = cast(Any, Outcome)[tool.result] if tool.long_running else tool.result
+    signature = tool.signature(before=before, after=after, returns=returns)
+    description = tool.description + _MCP_NOTES.get(tool.name, "")
+    return as_function(readable_errors(call), tool.name, description, signature)
+
+
+def register_registry_tools(server: MCPServer, sessions: SessionRegistry, jobs: JobBoard) -> None:
+    """Every tool the registry exposes on MCP, with its title and hints."""
+    for tool in TOOLS.exposed_on("mcp"):
+        annotations = hints(
+            read_only=tool.read_only, destructive=tool.destructive, idempotent=tool.idempotent
+        )
+        server.add_tool(_function(tool, sessions, jobs), title=tool.title, annotations=annotations)
