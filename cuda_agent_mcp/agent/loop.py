@@ -127,10 +127,12 @@ class _Run:
         )
 
     def answer(self, message: dict[str, Any], record: ToolRecord) -> None:
-        """Send an observation back to the policy and record the step."""
+        """Send an observation back to the policy and record the step and the message as sent (a resumed
+        run continues the conversation from the message records: every tool call needs its answer)."""
         message["content"] = truncate(message["content"], self.preset.context.max_tool_output_chars)
         self.messages.append(message)
         self.writer.write(record)
+        self.writer.write(MessageRecord(turn=self.state.turn, message=message))
 
 
 def task_prompt(session: Session, preset: PolicyPreset) -> str:
@@ -340,7 +342,6 @@ async def _evaluate_answer(run: _Run, completion: Completion) -> str | None:
     )
     message = {"role": "user", "content": text}
     run.answer(message, record)
-    run.writer.write(MessageRecord(turn=state.turn, message=message))
     run.event("tool", tool="evaluate", detail=step.outcome.verify_status or (step.error or "")[:160])
     return step.ends
 

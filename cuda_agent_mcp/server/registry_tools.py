@@ -1,8 +1,10 @@
-"""The tool layer's tools on the MCP server, registered from their one declaration (`tools.TOOLS`).
+"""Every MCP tool registered from its one declaration: the tool layer's (`tools.TOOLS`) and the server's
+own (`server_tools.SERVER_TOOLS`, sessions, jobs and suites, entered with `TOOLS.with_tools`).
 
 Each tool's parameters are its request model's fields (or, for tools whose arguments are all settings,
 one optional object of the request model), after `session_id` for tools that run on a session. Long tools
-run as jobs (`calls.run_as_job`). The server's own tools (sessions, jobs, suites) are in `app.py`.
+run as jobs (`calls.run_as_job`). The context a tool runs on is made per call: the caller's session, the
+task catalogue, or a `ServerCall`.
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ from pydantic import BaseModel
 
 from cuda_agent_mcp.server.calls import SessionId, current_client, hints, readable_errors, run_as_job
 from cuda_agent_mcp.server.jobs import JobBoard, JobKind, Outcome
+from cuda_agent_mcp.server.logs import send_log
+from cuda_agent_mcp.server.server_tools import SERVER_TOOLS, ServerCall
 from cuda_agent_mcp.server.sessions import SessionRegistry
-from cuda_agent_mcp.tools import TOOLS, Session, Tool
+from cuda_agent_mcp.tasks import TaskCatalog
+from cuda_agent_mcp.tools import TOOLS, Session, Tool, ToolRegistry
 from cuda_agent_mcp.tools.registry import as_function
 from cuda_agent_mcp.tools.run import RunResult
 
+MCP_TOOLS: ToolRegistry = TOOLS.with_tools(*SERVER_TOOLS)
 # What the MCP description adds to a tool's own (where the server answers differently from a policy).
 _MCP_NOTES = {"run": " A quota or limit reached is an error naming it, with the command's last output."}
 
@@ -34,13 +40,30 @@ def _as_error(result: BaseModel) -> None:
         raise ToolError(f"{result.limit}\n--- the command's last output ---\n{tail}")
 
 
+def _context(
+    tool: Tool, sessions: SessionRegistry, jobs: JobBoard, ctx: Context, session_id: str | None
+) -> Any:
+    client = current_client()
+    if tool.context is Session:
+        assert session_id is not None  # a required parameter of these tools' signatures
+        return sessions.use(session_id, client)
+    if tool.context is TaskCatalog:
+        return sessions.catalog
+    if tool.context is ServerCall:
+
+        async def forward(message: str) -> None:
+            await ctx.report_progress(0, message=message)
+            await send_log(ctx, "info", "cuda-agent.job", message)
+
+        return ServerCall(sessions=sessions, jobs=jobs, client=client, forward=forward)
+    raise TypeError(f"tool {tool.name} runs on a {tool.context.__name__}, which the MCP server has not")
+
+
 def _function(tool: Tool, sessions: SessionRegistry, jobs: JobBoard) -> Callable[..., Any]:
     async def call(ctx: Context, session_id: str | None = None, **arguments: Any) -> Any:
-        if tool.context is Session:
-            assert session_id is not None  # a required parameter of the signature below
-            context: Any = sessions.use(session_id, current_client())
-        else:
-            context = sessions.catalog
+        context = _context(tool, sessions, jobs, ctx, session_id)
+        if tool.context is not Session and session_id is not None:
+            arguments["session_id"] = session_id  # a request field of a server tool (end_session)
         if tool.nested is not None:
             request = arguments.get(tool.nested) or tool.request()
         else:
@@ -69,9 +92,9 @@ def _function(tool: Tool, sessions: SessionRegistry, jobs: JobBoard) -> Callable
     return as_function(readable_errors(call), tool.name, description, signature)
 
 
-def register_registry_tools(server: MCPServer, sessions: SessionRegistry, jobs: JobBoard) -> None:
-    """Every tool the registry exposes on MCP, with its title and hints."""
-    for tool in TOOLS.exposed_on("mcp"):
+def register_tools(server: MCPServer, sessions: SessionRegistry, jobs: JobBoard) -> None:
+    """Every tool of `MCP_TOOLS` exposed on MCP, with its title and hints."""
+    for tool in MCP_TOOLS.exposed_on("mcp"):
         annotations = hints(
             read_only=tool.read_only, destructive=tool.destructive, idempotent=tool.idempotent
         )

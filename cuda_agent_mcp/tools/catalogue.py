@@ -137,6 +137,7 @@ TOOLS = ToolRegistry(
             result=FileWritten,
             run=_write,
             context=Session,
+            destructive=True,  # it replaces what was there
             idempotent=True,
         ),
         Tool(
@@ -147,6 +148,7 @@ TOOLS = ToolRegistry(
             result=FileEdited,
             run=_edit,
             context=Session,
+            destructive=True,
         ),
         Tool(
             name="list_files",
@@ -236,6 +238,7 @@ TOOLS = ToolRegistry(
             result=RunResult,
             run=_run,
             context=Session,
+            destructive=True,  # a command may change or delete any file of the workspace
             nested="request",
         ),
     ]

@@ -135,7 +135,11 @@ def test_a_run_resumes_from_its_trajectory_in_a_fresh_workspace(
     assert resumed.best is not None and resumed.turns == 3  # two recorded turns, then evaluate ends it
     assert resumed.stop_reason == "evaluated"
     assert (fresh.workspace.root / "model_new.py").read_text() == CORRECT
-    assert len(llm.requests[0]["messages"]) > 2  # the recorded conversation continued
+    continued = llm.requests[0]["messages"]
+    assert len(continued) > 2  # the recorded conversation continued
+    called = [c["id"] for m in continued if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    answered = [m["tool_call_id"] for m in continued if m["role"] == "tool"]
+    assert called and answered == called  # every recorded call with its answer, in order
     whole = load_trajectory(tmp_path / "second.jsonl")
     assert whole.header.resumed_from is not None and len(whole.tools) == len(writes) + 2
 

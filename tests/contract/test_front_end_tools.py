@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from cuda_agent_mcp.agent import PolicyPreset, load_policy, run_episode
 from cuda_agent_mcp.agent.actions import ACTIONS, SUBMIT, EnvironmentSettings
 from cuda_agent_mcp.env import KernelEnv
 from cuda_agent_mcp.tasks import TaskCatalog
-from cuda_agent_mcp.tools import TOOLS, Surface, ToolRegistry
+from cuda_agent_mcp.tools import TOOLS, Session, Surface, ToolRegistry
 from cuda_agent_mcp.tools.registry import LIMIT_KEYS
 from tests.agent.conftest import make_session
 from tests.agent.scripted_llm import ScriptedLLM, serve
@@ -41,7 +41,7 @@ class FrontEnd:
     surface: Surface
     tools: Callable[[Path, Path], Shown]  # (tmp_path, build cache) -> what it exposes
     carries_limits: bool = True
-    registry: ToolRegistry = field(default_factory=lambda: TOOLS)
+    registry: Callable[[], ToolRegistry] = lambda: TOOLS  # called when the test runs
 
 
 def _preset() -> PolicyPreset:
@@ -134,15 +134,18 @@ def _mcp_tools(server: Any) -> Shown:
         async with Client(server) as client:
             return list((await client.list_tools()).tools)
 
+    from cuda_agent_mcp.server.registry_tools import MCP_TOOLS
+
     shown = {}
     for tool in anyio.run(listing):
         schema = tool.input_schema
         function = {"description": tool.description, "parameters": schema}
-        registered = TOOLS.get(tool.name)
+        registered = MCP_TOOLS.get(tool.name)
         if registered is not None and registered.nested is not None:
             request = _resolve(schema["properties"][registered.nested], schema.get("$defs", {}))
             function["parameters"] = _inline(request, schema.get("$defs", {}))
-        shown[tool.name] = _from_function(function, skip=("session_id",))
+        on_a_session = registered is not None and registered.context is Session
+        shown[tool.name] = _from_function(function, skip=("session_id",) if on_a_session else ())
     return shown
 
 
@@ -160,13 +163,19 @@ def _mcp_server(tmp_path: Path, cache: Path) -> Any:
 
 
 def _mcp(tmp_path: Path, cache: Path) -> Shown:
-    """The registry's tools as an MCP client lists them (the server's own tools, sessions and jobs, left
-    out: they are not the tool layer's)."""
-    return {name: tool for name, tool in _mcp_tools(_mcp_server(tmp_path, cache)).items() if name in TOOLS}
+    """Every tool as an MCP client lists it: the tool layer's and the server's own."""
+    return _mcp_tools(_mcp_server(tmp_path, cache))
+
+
+def _mcp_registry() -> ToolRegistry:
+    pytest.importorskip("mcp")
+    from cuda_agent_mcp.server.registry_tools import MCP_TOOLS
+
+    return MCP_TOOLS
 
 
 FRONT_ENDS = [
-    FrontEnd("MCP server", "mcp", _mcp),
+    FrontEnd("MCP server", "mcp", _mcp, registry=_mcp_registry),
     FrontEnd("agent loop", "policy", _agent_loop),
     FrontEnd("KernelEnv", "policy", _kernel_env),
     FrontEnd("TRL", "policy", _trl, carries_limits=False),
@@ -198,7 +207,7 @@ def _expected(registry: ToolRegistry, surface: Surface) -> Shown:
 
 
 def _check(front_end: FrontEnd, shown: Shown) -> None:
-    expected = _expected(front_end.registry, front_end.surface)
+    expected = _expected(front_end.registry(), front_end.surface)
     if front_end.surface == "policy":
         expected = {name: expected[name] for name in ALL_POLICY_TOOLS}
     assert set(shown) == set(expected), front_end.name
