@@ -41,6 +41,7 @@ from cuda_agent_mcp.cli.common import emit_json, err, guarded, out, run
 
 bench_app = typer.Typer(
     help="Score a task set's solutions: pass rate, fast_p, geomean speedups, SOL, and an HTML report.",
+    short_help="Score a task set's solutions and report them.",
     no_args_is_help=True,
 )
 
