@@ -1,4 +1,5 @@
-"""Lint and layering are tests: ruff over the repo, and import-linter's layer contracts from pyproject.toml."""
+"""Lint, layering and types are tests: ruff over the repo, import-linter's layer contracts and mypy over the
+package, each configured in pyproject.toml."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from tests.conftest import REPO
 
 @pytest.mark.parametrize(
     "command",
-    [["ruff", "check", "."], ["ruff", "format", "--check", "."], ["lint-imports"]],
-    ids=["ruff-check", "ruff-format", "import-layers"],
+    [["ruff", "check", "."], ["ruff", "format", "--check", "."], ["lint-imports"], ["mypy"]],
+    ids=["ruff-check", "ruff-format", "import-layers", "types"],
 )
 def test_the_code_passes(command: list[str]) -> None:
     if shutil.which(command[0]) is None:

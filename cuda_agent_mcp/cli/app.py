@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -496,17 +496,21 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-# Typer 0.2x vendors click (typer._click); earlier versions use click itself. Either way this is the class.
-ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+# Typer 0.2x vendors click (typer._click); earlier versions use click itself. Either way this is the class
+# (the checker reads it from the installed typer).
+if TYPE_CHECKING:
+    from typer._click.exceptions import ClickException
+else:
+    ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
-def _show_click_error(exc: Exception) -> None:
+def _show_click_error(exc: ClickException) -> None:
     if help_markup() is None:
-        exc.show()  # type: ignore[attr-defined]
+        exc.show()
         return
     from typer import rich_utils
 
-    rich_utils.rich_format_error(exc)  # type: ignore[arg-type]
+    rich_utils.rich_format_error(exc)
 
 
 if __name__ == "__main__":

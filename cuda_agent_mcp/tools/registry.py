@@ -105,9 +105,7 @@ class Tool:
             described.description = describe(info)
             fields[leaf] = (info.annotation, described)
         model_name = "".join(part.title() for part in self.name.split("_")) + "Args"
-        return create_model(  # type: ignore[call-overload, no-any-return]
-            model_name, __config__=ConfigDict(frozen=True, extra="forbid"), **fields
-        )
+        return create_model(model_name, __config__=ConfigDict(frozen=True, extra="forbid"), **fields)
 
     def policy_schema(self) -> dict[str, Any]:
         """The JSON schema of the policy's arguments (OpenAI function `parameters`)."""
@@ -233,7 +231,8 @@ def keyword_parameters(model: type[BaseModel]) -> list[inspect.Parameter]:
     the MCP SDK's `@tool`)."""
     parameters = []
     for name, info in model.model_fields.items():
-        annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]  # type: ignore[valid-type]
+        # A type built at run time from the field: the checker cannot read it as a type expression.
+        annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]  # type: ignore[name-defined]
         default = (
             inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
         )

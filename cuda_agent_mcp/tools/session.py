@@ -173,7 +173,7 @@ def judge_env(
         selection = {"CUDA_VISIBLE_DEVICES": str(leased_gpu)}
     else:
         selection = {k: v for k in ("CUDA_VISIBLE_DEVICES",) if (v := os.environ.get(k)) is not None}
-    backend = {WORKERS_ENV: workers}
+    backend: dict[str, str] = {WORKERS_ENV: workers}
     if workers == "docker":
         backend |= {k: v for k in ("DOCKER_HOST", IMAGE_ENV) if (v := os.environ.get(k)) is not None}
     owner = {JUDGE_TENANT_ENV: tenant} if tenant else {}

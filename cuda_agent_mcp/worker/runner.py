@@ -15,7 +15,7 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -155,6 +155,7 @@ class Runner:
             return BatchResult(sets=[], event_ms=event_ms, wall_ms=wall_ms, aliased=aliased)
         sets = []
         for output in outputs:
+            structure: Literal["tensor", "tuple", "list"]
             if isinstance(output, torch.Tensor):
                 structure, tensors = "tensor", [output]
             elif isinstance(output, tuple | list) and all(isinstance(t, torch.Tensor) for t in output):
