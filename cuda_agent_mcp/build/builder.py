@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 from anyio.lowlevel import RunVar
@@ -155,14 +155,14 @@ class Builder:
                 harness_digest,
             )
 
-            def finish(**fields: object) -> BuildResult:
+            def finish(**fields: Any) -> BuildResult:
                 return BuildResult(
                     source_hash=source_hash,
                     ignored_protected_files=ignored,
                     arch=flags.arch,
                     confinement=list(view.layers),
                     wall_s=round(time.monotonic() - started, 3),
-                    **fields,  # type: ignore[arg-type]
+                    **fields,
                 )
 
             if not sources:

@@ -408,4 +408,5 @@ async def _as_job(
         jobs.detach(job_id, client)
         message = f"still running after {jobs.budget_s:g} s; call wait_job with job_id {job_id}"
         return Outcome(status="running", job=JobHandle(job_id=job_id, kind=kind, message=message))
+    # A job's result is one of the long tools' results, which Outcome.result lists.
     return Outcome(status="done", result=jobs.result(job_id, client))  # type: ignore[arg-type]

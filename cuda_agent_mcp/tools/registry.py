@@ -211,6 +211,7 @@ def limits(info: FieldInfo) -> dict[str, Any]:
     """The JSON-schema limits of a field (minimum, maximum, minItems, pattern, ...)."""
     if not info.metadata:
         return {}
+    # A type built at run time from the field: the checker cannot read it as a type expression.
     schema = TypeAdapter(Annotated[(info.annotation, *info.metadata)]).json_schema()  # type: ignore[arg-type]
     options = schema.get("anyOf", [schema])
     return {key: value for option in options for key, value in option.items() if key in LIMIT_KEYS}
@@ -249,7 +250,7 @@ def as_function(
     read: `inspect.signature` and `typing.get_type_hints` see the declared parameters."""
     implementation.__name__ = implementation.__qualname__ = name
     implementation.__doc__ = doc
-    implementation.__signature__ = signature  # type: ignore[attr-defined]
+    implementation.__signature__ = signature  # type: ignore[attr-defined]  # read by inspect.signature
     annotations = {p.name: p.annotation for p in signature.parameters.values() if p.annotation is not p.empty}
     if signature.return_annotation is not signature.empty:
         annotations["return"] = signature.return_annotation
