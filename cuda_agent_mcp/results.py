@@ -72,9 +72,9 @@ class BuildResult(_Frozen):
     failure: BuildFailure | None = None
     summary: str = Field(description="one line a person or a model can act on")
     source_hash: str = Field(description="sha256 over every source and header the build used")
-    build_key: str | None = Field(None, description="content address of the linked extension")
-    extension_path: str | None = Field(None, description="the built extension in the build cache")
-    workspace_extension_path: str | None = Field(None, description="the copy placed in the workspace")
+    build_key: str | None = Field(default=None, description="content address of the linked extension")
+    extension_path: str | None = Field(default=None, description="the built extension in the build cache")
+    workspace_extension_path: str | None = Field(default=None, description="the copy placed in the workspace")
     files: list[FileBuild] = []
     diagnostics: list[Diagnostic] = []
     kernels: list[KernelResources] = []
@@ -82,7 +82,7 @@ class BuildResult(_Frozen):
         default_factory=list,
         description="protected files edited in the workspace; the pristine copies were used",
     )
-    log: str = Field("", description="compiler and linker output of the failing steps, truncated")
+    log: str = Field(default="", description="compiler and linker output of the failing steps, truncated")
     confinement: list[BuildConfinement] = Field(
         default_factory=list,
         description="the views the compilers ran in (principle 7: only the workspace and the toolchain)",
@@ -215,18 +215,20 @@ class TimingStats(_Frozen):
     p75_ms: float
     cv: float = Field(description="coefficient of variation of the samples")
     samples: int
-    discarded_samples: int = Field(0, description="samples whose times the judge's clock contradicted")
+    discarded_samples: int = Field(
+        default=0, description="samples whose times the judge's clock contradicted"
+    )
     harness_excess_ms: float | None = Field(
-        None,
+        default=None,
         description="the harness's own cost per call beyond the worker's wall clock and the round trip, "
         "calibrated in the same worker before the implementation was loaded",
     )
     judge_excess_median_ms: float | None = Field(
-        None,
+        default=None,
         description="judge's clock minus the worker's wall clock, the round trip and the harness's cost, "
         "median over the calls (near zero for honest code; large values mean hidden work)",
     )
-    judge_excess_max_ms: float | None = Field(None, description="the same, worst call")
+    judge_excess_max_ms: float | None = Field(default=None, description="the same, worst call")
     samples_ms: list[float] = Field(
         default_factory=list,
         description="the time per call of each accepted batch (for confidence intervals)",
@@ -295,13 +297,15 @@ class NcuKernel(_Frozen):
     grid: str = ""
     block: str = ""
     duration_us: float | None = None
-    sm_throughput_pct: float | None = Field(None, description="of peak sustained, compute pipelines")
-    memory_throughput_pct: float | None = Field(None, description="of peak sustained, any memory unit")
+    sm_throughput_pct: float | None = Field(default=None, description="of peak sustained, compute pipelines")
+    memory_throughput_pct: float | None = Field(
+        default=None, description="of peak sustained, any memory unit"
+    )
     dram_throughput_pct: float | None = None
-    achieved_occupancy_pct: float | None = Field(None, description="active warps of the SM's maximum")
+    achieved_occupancy_pct: float | None = Field(default=None, description="active warps of the SM's maximum")
     registers_per_thread: int | None = None
-    static_shared_memory_bytes: int | None = Field(None, description="per block")
-    dynamic_shared_memory_bytes: int | None = Field(None, description="per block")
+    static_shared_memory_bytes: int | None = Field(default=None, description="per block")
+    dynamic_shared_memory_bytes: int | None = Field(default=None, description="per block")
 
 
 class NcuReport(_Frozen):
@@ -309,7 +313,7 @@ class NcuReport(_Frozen):
     reward (the profiled process runs the candidate's code)."""
 
     kernels: list[NcuKernel] = Field(default_factory=list, description="in launch order, at most 50")
-    note: str = Field("", description="why there are no kernels, or what was cut")
+    note: str = Field(default="", description="why there are no kernels, or what was cut")
     wall_s: float = 0.0
 
 
@@ -354,19 +358,22 @@ class ProfileResult(_Frozen):
     source_hash: str = ""
     build_key: str | None = None
     low_confidence: bool = Field(
-        False, description="the candidate's CV stayed above the limit after a re-measure"
+        default=False, description="the candidate's CV stayed above the limit after a re-measure"
     )
     kernels: KernelBreakdown | None = None
     wall_s: float
     phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
     environment: dict[str, str] = Field(default_factory=dict, description="GPU, driver, CUDA, torch used")
     measurements: int = Field(
-        1, description="judge runs behind this result: 2 when noise or a clock disagreement asked for another"
+        default=1,
+        description="judge runs behind this result: 2 when noise or a clock disagreement asked for another",
     )
     first_verdict: Verdict | None = Field(
-        None, description="the first run's verdict, when a second run replaced it"
+        default=None, description="the first run's verdict, when a second run replaced it"
     )
-    ncu: NcuReport | None = Field(None, description="per-kernel Nsight Compute metrics (detail='ncu')")
+    ncu: NcuReport | None = Field(
+        default=None, description="per-kernel Nsight Compute metrics (detail='ncu')"
+    )
     speedup_vs_eager_ci: SpeedupInterval | None = None
     speedup_vs_compile_ci: SpeedupInterval | None = None
     speed_of_light: SpeedOfLight | None = None

@@ -48,7 +48,7 @@ class KernelTaskConfig(vf.TaskConfig):
     audit: bool = True
     baselines: Literal["cached", "measure", "skip"] = "cached"
     schedule: RewardSchedule = "milestones"
-    trials: int = Field(5, ge=1)
+    trials: int = Field(default=5, ge=1)
 
 
 class KernelTask(vf.Task[KernelTaskData, KernelTaskConfig]):

@@ -28,10 +28,12 @@ class EnvironmentSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     device: Literal["cuda", "cpu"] = "cuda"
-    audit: bool = Field(True, description="refuse PyTorch compute in the candidate (off only in CPU tests)")
+    audit: bool = Field(
+        default=True, description="refuse PyTorch compute in the candidate (off only in CPU tests)"
+    )
     baselines: Literal["cached", "measure", "skip"] = "cached"
     seed: int | None = Field(
-        None,
+        default=None,
         description="fix the evaluations' input seeds (derived per episode or solution) so verify verdicts "
         "replay exactly; None: secret random seeds. Never shown to the policy.",
     )

@@ -56,7 +56,7 @@ class PolicyClient:
         try:
             response = await self._client.chat.completions.create(
                 model=self.preset.endpoint_model,
-                messages=messages,  # type: ignore[arg-type]
+                messages=messages,  # type: ignore[arg-type]  # OpenAI message dicts, not its TypedDicts
                 temperature=temperature,
                 top_p=sampling.top_p,
                 max_completion_tokens=sampling.max_completion_tokens,

@@ -69,7 +69,9 @@ class EpisodeEvent(BaseModel):
     best_reward: float | None = None
     best_speedup_vs_eager: float | None = None
     best_speedup_vs_compile: float | None = None
-    gpu_queue: str | None = Field(None, description="the shared GPU scheduler's state, when there is one")
+    gpu_queue: str | None = Field(
+        default=None, description="the shared GPU scheduler's state, when there is one"
+    )
 
 
 class EpisodeResult(RunTotals):

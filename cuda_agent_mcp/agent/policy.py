@@ -32,22 +32,22 @@ class VllmServing(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    tensor_parallel_size: int = Field(1, ge=1)
-    max_model_len: int = Field(32768, ge=1024)
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    max_model_len: int = Field(default=32768, ge=1024)
     tool_call_parser: str | None = Field(
-        None, description="vLLM --tool-call-parser; None for policies that answer in plain text"
+        default=None, description="vLLM --tool-call-parser; None for policies that answer in plain text"
     )
     reasoning_parser: str | None = None
-    gpu_memory_utilization: float = Field(0.90, gt=0, le=1)
+    gpu_memory_utilization: float = Field(default=0.90, gt=0, le=1)
     extra_args: list[str] = Field(default_factory=list)
 
 
 class Sampling(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    temperature: float = Field(0.7, ge=0, le=2)
-    top_p: float = Field(0.95, gt=0, le=1)
-    max_completion_tokens: int = Field(8192, ge=1)
+    temperature: float = Field(default=0.7, ge=0, le=2)
+    top_p: float = Field(default=0.95, gt=0, le=1)
+    max_completion_tokens: int = Field(default=8192, ge=1)
 
 
 class Budgets(BaseModel):
@@ -55,21 +55,23 @@ class Budgets(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_turns: int = Field(30, ge=1)
-    max_tokens: int = Field(1_000_000, ge=1, description="prompt + completion tokens over the trajectory")
-    max_wall_s: float = Field(3600.0, gt=0)
-    max_gpu_s: float = Field(900.0, gt=0, description="wall time of verify/profile/evaluate calls")
-    max_invalid_calls: int = Field(5, ge=1, description="consecutive malformed or unknown tool calls")
+    max_turns: int = Field(default=30, ge=1)
+    max_tokens: int = Field(
+        default=1_000_000, ge=1, description="prompt + completion tokens over the trajectory"
+    )
+    max_wall_s: float = Field(default=3600.0, gt=0)
+    max_gpu_s: float = Field(default=900.0, gt=0, description="wall time of verify/profile/evaluate calls")
+    max_invalid_calls: int = Field(default=5, ge=1, description="consecutive malformed or unknown tool calls")
 
 
 class ContextPolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_context_tokens: int = Field(
-        28000, ge=1000, description="estimated prompt size above which old tool outputs are dropped"
+        default=28000, ge=1000, description="estimated prompt size above which old tool outputs are dropped"
     )
-    max_tool_output_chars: int = Field(6000, ge=200, description="longer tool outputs are truncated")
-    keep_recent_turns: int = Field(4, ge=1, description="turns whose tool outputs are never dropped")
+    max_tool_output_chars: int = Field(default=6000, ge=200, description="longer tool outputs are truncated")
+    keep_recent_turns: int = Field(default=4, ge=1, description="turns whose tool outputs are never dropped")
 
 
 class PolicyPreset(BaseModel):
@@ -78,12 +80,16 @@ class PolicyPreset(BaseModel):
     name: str
     description: str
     model: str = Field(description="model id (Hugging Face or the endpoint's name) or a local path")
-    served_model_name: str | None = Field(None, description="name the endpoint knows it by, if not `model`")
-    lora_adapter: str | None = Field(None, description="path or id of a LoRA adapter served with the model")
-    base_url: str | None = Field(None, description="default endpoint; --base-url overrides")
-    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
+    served_model_name: str | None = Field(
+        default=None, description="name the endpoint knows it by, if not `model`"
+    )
+    lora_adapter: str | None = Field(
+        default=None, description="path or id of a LoRA adapter served with the model"
+    )
+    base_url: str | None = Field(default=None, description="default endpoint; --base-url overrides")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="environment variable holding the API key")
     action_format: Literal["tools", "text"] = Field(
-        "tools",
+        default="tools",
         description="tools: OpenAI tool calls; text: the model answers with fenced files, each answer is "
         "written and evaluated (for kernel models trained without tool calling)",
     )
@@ -106,8 +112,8 @@ class PolicyPreset(BaseModel):
     sampling: Sampling = Sampling()
     budgets: Budgets = Budgets()
     context: ContextPolicy = ContextPolicy()
-    verified: str = Field("", description="what was checked about this preset, and what was not")
-    directory: Path | None = Field(None, exclude=True)
+    verified: str = Field(default="", description="what was checked about this preset, and what was not")
+    directory: Path | None = Field(default=None, exclude=True)
 
     @property
     def endpoint_model(self) -> str:

@@ -61,7 +61,7 @@ async def best_of(
                 group.start_soon(one, index)
     finally:
         finished = [r for r in results if r is not None]
-        winner = max((r for r in finished if r.best), key=lambda r: rank_best(r.best), default=None)  # type: ignore[arg-type]
+        winner = max((r for r in finished if r.best), key=lambda r: rank_best(r.best), default=None)  # type: ignore[arg-type]  # r.best set
         if winner is not None and winner.best is not None:
             restore(session, winner.best.files)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -46,14 +46,14 @@ class ToolRecord(_Record):
     valid: bool
     error: str | None = None
     infra_error: bool = Field(
-        False, description="the environment failed, not the policy: mask it when training"
+        default=False, description="the environment failed, not the policy: mask it when training"
     )
     attempts: int = Field(default=1, description="tries it took: infrastructure failures are retried")
     result: dict[str, Any] | None = None
     wall_s: float = 0.0
     reward: float | None = None
     verified: bool = False
-    code_hash: str | None = Field(None, description="hash of the editable files when this call ran")
+    code_hash: str | None = Field(default=None, description="hash of the editable files when this call ran")
 
 
 class Best(_Record):
@@ -80,7 +80,7 @@ class RunTotals(BaseModel):
     gpu_s: float
     invalid_calls: int
     best: Best | None
-    error: str | None = Field(None, description="what ended the run when it was not the policy")
+    error: str | None = Field(default=None, description="what ended the run when it was not the policy")
 
 
 class EndRecord(RunTotals, _Record):

@@ -14,6 +14,8 @@ import runpy
 import sys
 import traceback
 import types
+from collections.abc import Callable
+from typing import Any
 
 MAX_SOURCE_CHARS = 1 << 20
 MAX_CALLS = 16
@@ -22,7 +24,7 @@ MAX_CALLS = 16
 class _Unbuilt(types.ModuleType):
     """What the recorders return: attribute access works, calling a function refuses."""
 
-    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+    def __getattr__(self, name: str) -> Callable[..., None]:
         if name.startswith("__"):
             raise AttributeError(name)
 
@@ -57,17 +59,17 @@ def main(solution: str, out: str) -> int:
 
     calls: list[dict[str, object]] = []
 
-    def record(entry: dict[str, object]) -> _Unbuilt:
+    def record(entry: dict[str, Any]) -> _Unbuilt:
         if len(calls) >= MAX_CALLS:
             raise RuntimeError(f"more than {MAX_CALLS} extension builds")
-        if sum(len(s) for key in ("cpp_sources", "cuda_sources") for s in entry[key]) > MAX_SOURCE_CHARS:  # type: ignore[attr-defined]
+        if sum(len(s) for key in ("cpp_sources", "cuda_sources") for s in entry[key]) > MAX_SOURCE_CHARS:
             raise RuntimeError("extension sources larger than 1 MiB")
         calls.append(entry)
         return _Unbuilt(str(entry["name"]))
 
-    def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,  # type: ignore[no-untyped-def]
-                    extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None,
-                    no_implicit_headers=False, **rest):  # fmt: skip
+    def load_inline(name: Any, cpp_sources: Any, cuda_sources: Any = None, functions: Any = None,
+                    extra_cflags: Any = None, extra_cuda_cflags: Any = None, extra_ldflags: Any = None,
+                    extra_include_paths: Any = None, no_implicit_headers: Any = False, **rest: Any) -> _Unbuilt:  # fmt: skip
         return record(
             {
                 "kind": "load_inline",
@@ -84,8 +86,8 @@ def main(solution: str, out: str) -> int:
             }
         )
 
-    def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags=None,  # type: ignore[no-untyped-def]
-             extra_include_paths=None, **rest):  # fmt: skip
+    def load(name: Any, sources: Any, extra_cflags: Any = None, extra_cuda_cflags: Any = None,
+             extra_ldflags: Any = None, extra_include_paths: Any = None, **rest: Any) -> _Unbuilt:  # fmt: skip
         files: dict[str, str] = {}
         for path in _strings(sources, "sources"):
             base = os.path.basename(path)

@@ -6,9 +6,13 @@ import io
 import math
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from cuda_agent_mcp.bench.metrics import fast_p, scored
 from cuda_agent_mcp.bench.models import Baseline, GroupMetrics, TaskRow
+
+if TYPE_CHECKING:  # matplotlib is the optional `report` extra, imported when a figure is drawn
+    from matplotlib.figure import Figure
 
 COLOURS = {"eager": "#4c72b0", "compile": "#dd8452", "pass": "#55a868", "fail": "#c44e52"}
 
@@ -40,20 +44,20 @@ def figures(rows: Sequence[TaskRow], groups: Sequence[GroupMetrics]) -> list[tup
     return [(title, _svg(figure, index)) for index, (title, figure) in enumerate(drawn)]
 
 
-def _figure(width: float = 5.2, height: float = 3.2):  # type: ignore[no-untyped-def]
+def _figure(width: float = 5.2, height: float = 3.2) -> Figure:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def _empty(figure, text: str):  # type: ignore[no-untyped-def]
+def _empty(figure: Figure, text: str) -> Figure:
     axis = figure.add_subplot()
     axis.text(0.5, 0.5, text, ha="center", va="center", transform=axis.transAxes, color="#666")
     axis.set_axis_off()
     return figure
 
 
-def _speedups(rows: Sequence[TaskRow]):  # type: ignore[no-untyped-def]
+def _speedups(rows: Sequence[TaskRow]) -> Figure:
     figure = _figure()
     series = {
         b: [s for r in rows if r.outcome == "correct" and (s := r.speedup(b)) is not None] for b in _BASELINES
@@ -76,7 +80,7 @@ def _speedups(rows: Sequence[TaskRow]):  # type: ignore[no-untyped-def]
     return figure
 
 
-def _fast_p_curve(rows: Sequence[TaskRow]):  # type: ignore[no-untyped-def]
+def _fast_p_curve(rows: Sequence[TaskRow]) -> Figure:
     figure = _figure()
     counted = scored(rows)
     if not counted:
@@ -97,7 +101,7 @@ def _fast_p_curve(rows: Sequence[TaskRow]):  # type: ignore[no-untyped-def]
     return figure
 
 
-def _levels(groups: Sequence[GroupMetrics]):  # type: ignore[no-untyped-def]
+def _levels(groups: Sequence[GroupMetrics]) -> Figure:
     figure = _figure()
     shown = [g for g in groups if g.group != "overall"] or list(groups[:1])
     if not shown:
@@ -119,7 +123,7 @@ def _levels(groups: Sequence[GroupMetrics]):  # type: ignore[no-untyped-def]
     return figure
 
 
-def _sol_scatter(rows: Sequence[TaskRow]):  # type: ignore[no-untyped-def]
+def _sol_scatter(rows: Sequence[TaskRow]) -> Figure:
     figure = _figure()
     points = [
         (r.speed_of_light.fraction, r.speedup_vs_compile)
@@ -141,7 +145,7 @@ def _sol_scatter(rows: Sequence[TaskRow]):  # type: ignore[no-untyped-def]
     return figure
 
 
-def _failures(overall: GroupMetrics | None):  # type: ignore[no-untyped-def]
+def _failures(overall: GroupMetrics | None) -> Figure:
     figure = _figure()
     if overall is None or not overall.failures:
         return _empty(figure, "no failures")
@@ -155,7 +159,7 @@ def _failures(overall: GroupMetrics | None):  # type: ignore[no-untyped-def]
 _BASELINES: tuple[Baseline, ...] = ("eager", "compile")
 
 
-def _svg(figure, index: int) -> str:  # type: ignore[no-untyped-def]
+def _svg(figure: Figure, index: int) -> str:
     import matplotlib
 
     # Element ids must differ between the figures of one page.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuda_agent_mcp.bench.models import BuildStats, Outcome, SolutionKind, TaskRow
 from cuda_agent_mcp.evaluation.reward import FAIL
 from cuda_agent_mcp.results import (
@@ -78,7 +80,7 @@ def verdict_message(verdict: Verdict) -> str:
 def row_from_evaluation(task: Task, kind: SolutionKind | None, result: EvalResult) -> TaskRow:
     """A task's row from its `evaluate` result: correct only when verify and profile both passed."""
     verify, profile = result.verify, result.profile
-    base = {
+    base: dict[str, Any] = {
         "task_id": task.id,
         "name": task.name,
         "level": task.level,
@@ -99,7 +101,7 @@ def row_from_evaluation(task: Task, kind: SolutionKind | None, result: EvalResul
             message=one_line(verdict_message(verify.verdict)),
         )
     assert profile is not None
-    timing = {
+    timing: dict[str, Any] = {
         "profile_verdict": profile.verdict,
         "kernels": profile.kernels,
         "baselines_cached": profile.baselines_cached,

@@ -15,6 +15,8 @@ fallbacks, no imports of the reference.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from cuda_agent_mcp.bench.models import RuleSet, SolutionKind
 from cuda_agent_mcp.errors import UsageError
 from cuda_agent_mcp.evaluation.reward import RewardSchedule
@@ -51,7 +53,7 @@ def task_under(rules: RuleSet, task: Task, solution_kind: SolutionKind | None) -
 def evaluate_request(
     rules: RuleSet,
     *,
-    device: str,
+    device: Literal["cuda", "cpu"],
     audit: bool,
     trials: int,
     budget_s: float,
@@ -62,11 +64,11 @@ def evaluate_request(
     return EvaluateRequest(
         verify=VerifyRequest(
             trials=trials,
-            device=device,  # type: ignore[arg-type]
+            device=device,
             audit=audit,
             precision_check=not kernelbench,
             torch_glue=kernelbench,
         ),
-        profile=ProfileRequest(device=device, baselines="cached", budget_s=budget_s),  # type: ignore[arg-type]
+        profile=ProfileRequest(device=device, baselines="cached", budget_s=budget_s),
         reward_schedule=schedule,
     )

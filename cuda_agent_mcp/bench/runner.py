@@ -263,7 +263,7 @@ class _Context:
 
     def _kind(self) -> SolutionKind:
         kind = self.request.solutions.kind
-        return "workspace" if kind == "workspaces" else kind  # type: ignore[return-value]
+        return "workspace" if kind == "workspaces" else kind
 
     async def _score(self, task: Task) -> TaskRow:
         started = time.monotonic()

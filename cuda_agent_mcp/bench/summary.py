@@ -65,7 +65,7 @@ def summarize(
         )
     return SuiteSummary(
         run_id=manifest.run_id,
-        rules=str(manifest.request.get("rules", "cuda-agent")),  # type: ignore[arg-type]
+        rules=str(manifest.request.get("rules", "cuda-agent")),  # type: ignore[arg-type]  # the manifest's, validated here
         device=str(manifest.request.get("device", "cuda")),
         solutions=describe_solutions(solutions),
         selected=len(manifest.tasks),

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 from anyio.lowlevel import RunVar
@@ -155,14 +155,14 @@ class Builder:
                 harness_digest,
             )
 
-            def finish(**fields: object) -> BuildResult:
+            def finish(**fields: Any) -> BuildResult:
                 return BuildResult(
                     source_hash=source_hash,
                     ignored_protected_files=ignored,
                     arch=flags.arch,
                     confinement=list(view.layers),
                     wall_s=round(time.monotonic() - started, 3),
-                    **fields,  # type: ignore[arg-type]
+                    **fields,
                 )
 
             if not sources:
@@ -175,6 +175,7 @@ class Builder:
             refused += scan_directives(staging, sorted(hashes))
             if refused:
                 first = refused[0]
+                assert first.file is not None  # a refusal always names its file (inputs._refusal)
                 where = first.file + (f":{first.line}" if first.line else "")
                 return finish(
                     ok=False,
@@ -421,7 +422,7 @@ class Builder:
         return result.model_copy(update={"output": redact_output(result.output, scope), "argv": argv})
 
     def _failed_unit(self, unit: _Unit, result: ProcessResult, diagnostics: list[Diagnostic]) -> _UnitOutcome:
-        tool = "nvcc" if unit.kind == "cu" else "c++"
+        tool: Literal["nvcc", "c++"] = "nvcc" if unit.kind == "cu" else "c++"
         if result.timed_out:
             message = f"compiling took longer than {self.limits.compile_timeout_s:.0f} s and was stopped"
             failure: BuildFailure = "timeout"
@@ -435,13 +436,13 @@ class Builder:
             diagnostics = [
                 *diagnostics,
                 Diagnostic(file=unit.file, severity="error", message=message, tool=tool),
-            ]  # type: ignore[arg-type]
+            ]
         elif not any(d.severity == "error" for d in diagnostics):
             last = result.output.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
             diagnostics = [
                 *diagnostics,
                 Diagnostic(file=unit.file, severity="error", message=last[0], tool=tool),
-            ]  # type: ignore[arg-type]
+            ]
         action: Literal["failed", "timed_out"] = "timed_out" if result.timed_out else "failed"
         log = f"== {tool} {unit.file} ==\n{result.output}"
         return _UnitOutcome(unit, action, None, result.wall_s, diagnostics, failure=failure, log=log)

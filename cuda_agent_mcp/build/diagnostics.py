@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from cuda_agent_mcp.results import Diagnostic, KernelResources, Severity
 
@@ -95,7 +96,9 @@ def parse_compiler_output(
     return diagnostics
 
 
-def _located(match: re.Match[str], tool: str, path_map: Mapping[str, str], column: int | None) -> Diagnostic:
+def _located(
+    match: re.Match[str], tool: Literal["nvcc", "c++"], path_map: Mapping[str, str], column: int | None
+) -> Diagnostic:
     raw = match.group("file").strip()
     return Diagnostic(
         file=path_map.get(raw, raw),
@@ -103,7 +106,7 @@ def _located(match: re.Match[str], tool: str, path_map: Mapping[str, str], colum
         column=column,
         severity=_SEVERITY[match.group("sev")],
         message=match.group("msg").strip(),
-        tool=tool,  # type: ignore[arg-type]
+        tool=tool,
     )
 
 

@@ -39,11 +39,11 @@ class BuildFlags(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    arch: str = Field(DEFAULT_ARCH, pattern=ARCH_PATTERN)
+    arch: str = Field(default=DEFAULT_ARCH, pattern=ARCH_PATTERN)
     use_fast_math: bool = True
     optimization: str = "-O3"
     vendor_libraries: tuple[str, ...] = Field(
-        (), description="vendor libraries the extension links (cublas, cudnn), by task policy"
+        default=(), description="vendor libraries the extension links (cublas, cudnn), by task policy"
     )
     torch_headers: bool = Field(
         default=False,

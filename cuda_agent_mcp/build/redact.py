@@ -46,7 +46,8 @@ class PathScope:
 
     @classmethod
     def of(cls, staging: Path, toolchain: Sequence[Path]) -> PathScope:
-        roots = {Path(os.path.realpath(p)) for p in (*toolchain, *SYSTEM_READABLE)}
+        paths: tuple[str | Path, ...] = (*toolchain, *SYSTEM_READABLE)
+        roots = {Path(os.path.realpath(p)) for p in paths}
         return cls(Path(os.path.realpath(staging)), tuple(sorted(roots)))
 
     def classify(self, raw: str) -> tuple[Scope, str]:

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import BaseModel
@@ -19,6 +20,9 @@ from cuda_agent_mcp.cli.tables import Column, print_table
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import Session
 from cuda_agent_mcp.tools.gpu import require_gpu
+
+if TYPE_CHECKING:  # the agent package itself is imported when a command needs it (its extra)
+    from cuda_agent_mcp.agent import EpisodeEvent, EpisodeResult
 
 policy_app = typer.Typer(
     help="Bundled agent policies: list, show, serve with vLLM.",
@@ -43,7 +47,7 @@ class OptimizeReport(BaseModel):
     samples: list[dict[str, object]]
 
 
-def _agent():  # type: ignore[no-untyped-def]
+def _agent() -> ModuleType:
     """The agent package, or a readable exit when its extra is missing."""
     try:
         import cuda_agent_mcp.agent as agent
@@ -138,7 +142,7 @@ def optimize_command(
     trajectories = trajectory_dir or run_dir
     view = None if json else _LiveLines()
 
-    async def work() -> tuple[object, list[object]]:
+    async def work() -> tuple[EpisodeResult | None, list[EpisodeResult]]:
         try:
             if samples == 1:
                 result = await agent.run_episode(
@@ -173,14 +177,14 @@ def optimize_command(
         task_id=session.task.id,
         policy=preset.name,
         workspace=str(session.workspace.root),
-        best=winner.model_dump(mode="json", exclude={"best": {"files"}}) if winner else None,  # type: ignore[attr-defined]
-        samples=[r.model_dump(mode="json", exclude={"best": {"files"}}) for r in results],  # type: ignore[attr-defined]
+        best=winner.model_dump(mode="json", exclude={"best": {"files"}}) if winner else None,
+        samples=[r.model_dump(mode="json", exclude={"best": {"files"}}) for r in results],
     )
     if json:
         emit_json(report)
     else:
         _summary(report)
-    failures = [r.error for r in results if r.error]  # type: ignore[attr-defined]
+    failures = [r.error for r in results if r.error]
     if winner is None and failures:
         # The report is already out (as JSON under --json): the error is one more line on stderr.
         fail(failures[0], kind="infrastructure", type_name="EndpointError", as_json=False)
@@ -191,7 +195,7 @@ def optimize_command(
 class _LiveLines:
     """The live view: one line per turn and per tool call, on stderr (stdout stays for results)."""
 
-    def __call__(self, event) -> None:  # type: ignore[no-untyped-def]
+    def __call__(self, event: EpisodeEvent) -> None:
         best = "no verified kernel yet"
         if event.best_verified:
             best = f"best: verified, reward {event.best_reward}"

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -43,7 +43,7 @@ from cuda_agent_mcp.cli.common import emit_json as _emit_json
 from cuda_agent_mcp.cli.common import run as _run
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.executors.sandboxed import REDUCED_ISOLATION_ENV
-from cuda_agent_mcp.results import ProfileResult, VerifyResult
+from cuda_agent_mcp.results import BuildResult, ProfileResult, VerifyResult
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import (
     CompileRequest,
@@ -209,7 +209,7 @@ def compile_command(
         guarded(check_arch, arch, "--arch", as_json=json)
     request = CompileRequest(arch=arch)
 
-    async def work() -> object:
+    async def work() -> BuildResult:
         session = Session.open(directory)
         if json:
             return await compile_kernels(session, request)
@@ -222,8 +222,8 @@ def compile_command(
             return await compile_kernels(session, request, progress=_compile_progress(bar, job))
 
     result = _run(work, as_json=json)
-    _emit_json(result) if json else render.build_report(result, out)  # type: ignore[arg-type]
-    if not result.ok:  # type: ignore[attr-defined]
+    _emit_json(result) if json else render.build_report(result, out)
+    if not result.ok:
         raise typer.Exit(1)
 
 
@@ -299,6 +299,7 @@ def eval_command(
 ) -> None:
     """verify + profile + reward (the paper's milestones: -1, 1, 2, 3)."""
     request = guarded(
+        # The option's string: the models validate it, and guarded() makes a refusal a usage error.
         lambda: EvaluateRequest(
             verify=VerifyRequest(device=device, audit=audit, sanitize="auto"),  # type: ignore[arg-type]
             profile=ProfileRequest(device=device),  # type: ignore[arg-type]
@@ -496,17 +497,21 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-# Typer 0.2x vendors click (typer._click); earlier versions use click itself. Either way this is the class.
-ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+# Typer 0.2x vendors click (typer._click); earlier versions use click itself. Either way this is the class
+# (the checker reads it from the installed typer).
+if TYPE_CHECKING:
+    from typer._click.exceptions import ClickException
+else:
+    ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
-def _show_click_error(exc: Exception) -> None:
+def _show_click_error(exc: ClickException) -> None:
     if help_markup() is None:
-        exc.show()  # type: ignore[attr-defined]
+        exc.show()
         return
     from typer import rich_utils
 
-    rich_utils.rich_format_error(exc)  # type: ignore[arg-type]
+    rich_utils.rich_format_error(exc)
 
 
 if __name__ == "__main__":

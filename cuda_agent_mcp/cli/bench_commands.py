@@ -5,7 +5,7 @@ tasks left with infrastructure errors: run the same command again); 2 usage; 3 i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
@@ -41,6 +41,7 @@ from cuda_agent_mcp.cli.common import emit_json, err, guarded, out, run
 
 bench_app = typer.Typer(
     help="Score a task set's solutions: pass rate, fast_p, geomean speedups, SOL, and an HTML report.",
+    short_help="Score a task set's solutions and report them.",
     no_args_is_help=True,
 )
 
@@ -149,6 +150,7 @@ def bench_run(
             limit=limit,
             only_with_solutions=only_with_solutions,
             solutions=spec,
+            # The options' strings: the model validates them (a usage error below when it refuses).
             rules=rules,  # type: ignore[arg-type]
             device=device,  # type: ignore[arg-type]
             audit=not no_audit,
@@ -215,7 +217,7 @@ def _solution_spec(
         if not solutions.is_dir():
             _usage(f"{solutions}: no such solutions directory")
         format = "workspaces" if any(solutions.glob("**/model_new.py")) else "kernelbench"
-    return SolutionSpec(kind=format, path=str(solutions))  # type: ignore[arg-type]
+    return SolutionSpec(kind=format, path=str(solutions))  # type: ignore[arg-type]  # checked just above
 
 
 class _SuiteBar:
@@ -232,8 +234,8 @@ class _SuiteBar:
         self.bar.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.bar.__exit__(*exc)  # type: ignore[arg-type]
+    def __exit__(self, *exc: Any) -> None:
+        self.bar.__exit__(*exc)
 
     def __call__(self, event: SuiteProgress) -> None:
         description = (
@@ -353,7 +355,7 @@ def bench_baselines(
         ids=_ids(id, ids_file),
         limit=limit,
         solutions=SolutionSpec(kind="policy"),
-        device=device,  # type: ignore[arg-type]
+        device=device,  # type: ignore[arg-type]  # the option's string: the model validates it
         out_dir=".",
         budget_s=budget,
     )

@@ -103,7 +103,7 @@ def first_leaf(exc: BaseException) -> BaseException:
     return next((e for e in leaves if isinstance(e, CudaAgentError)), leaves[0] if leaves else exc)
 
 
-def _leaves(group: BaseExceptionGroup) -> list[BaseException]:  # type: ignore[type-arg]
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     found: list[BaseException] = []
     for exc in group.exceptions:
         found += _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]

@@ -54,8 +54,10 @@ class StepInfo(BaseModel):
     verify_ok: bool | None = None
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
-    failure: FailureKind | None = Field(None, description="whose fault a failed step was")
-    mask: bool = Field(False, description="an infrastructure failure persisted: do not learn from this step")
+    failure: FailureKind | None = Field(default=None, description="whose fault a failed step was")
+    mask: bool = Field(
+        default=False, description="an infrastructure failure persisted: do not learn from this step"
+    )
     attempts: int = 1
     error: str | None = None
     end_reason: EndReason | None = Field(default=None, description="what ended the episode at this step")
@@ -71,7 +73,7 @@ class StepResult(BaseModel):
     )
     info: StepInfo
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy: a decorator above @property (pydantic's documented form)
     @property
     def done(self) -> bool:
         """The episode is over, either way (Gymnasium's `done` before the split)."""

@@ -50,7 +50,7 @@ def score_batch_ray(
     count = actors or max(int(resources.get("GPU", 0)) if on_gpu else int(resources.get("CPU", 1)) // 2, 1)
     remote = ray.remote(num_gpus=1 if on_gpu else 0, num_cpus=1)(_Evaluator)
     # Named, so an operator (or a test) can find and inspect one: cuda-agent-evaluator-<i>.
-    pool = [remote.options(name=f"{ACTOR_PREFIX}{i}").remote() for i in range(count)]  # type: ignore[attr-defined]
+    pool = [remote.options(name=f"{ACTOR_PREFIX}{i}").remote() for i in range(count)]
     shares: list[list[int]] = [list(range(len(solutions)))[i::count] for i in range(count)]
     options = {
         "settings": settings.model_dump(),

@@ -43,7 +43,9 @@ class Score(BaseModel):
     reward: float
     status: str = Field(description="verdict status, or 'infrastructure_error'")
     failure: FailureKind | None = None
-    masked: bool = Field(False, description="the environment failed: leave this sample out of the update")
+    masked: bool = Field(
+        default=False, description="the environment failed: leave this sample out of the update"
+    )
     attempts: int = 1
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None

@@ -16,9 +16,11 @@ from cuda_agent_mcp.agent.trajectory import Trajectory, TrajectoryError, load_tr
 
 
 class FilterPolicy(BaseModel):
-    min_reward: float = Field(0.0, description="keep trajectories whose best reward is above this")
+    min_reward: float = Field(default=0.0, description="keep trajectories whose best reward is above this")
     allow_invalid_calls: bool = False
-    max_repeats: int = Field(2, ge=1, description="the same call on the same code more often is a loop")
+    max_repeats: int = Field(
+        default=2, ge=1, description="the same call on the same code more often is a loop"
+    )
     drop_infra_errors: bool = True
 
 

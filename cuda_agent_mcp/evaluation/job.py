@@ -24,15 +24,18 @@ WorkerBackend = Literal["fork", "docker"]
 class TimingPolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    warmup_calls: int = Field(3, ge=1)
-    min_samples: int = Field(10, ge=3)
-    max_samples: int = Field(100, ge=3)
-    budget_s: float = Field(2.0, gt=0, description="stop sampling after this much wall time")
+    warmup_calls: int = Field(default=3, ge=1)
+    min_samples: int = Field(default=10, ge=3)
+    max_samples: int = Field(default=100, ge=3)
+    budget_s: float = Field(default=2.0, gt=0, description="stop sampling after this much wall time")
     target_rse: float = Field(
-        0.01, gt=0, description="stop once the median's relative standard error is below"
+        default=0.01, gt=0, description="stop once the median's relative standard error is below"
     )
     max_disagreeing_fraction: float = Field(
-        0.5, ge=0, le=1, description="discarded samples above this fraction reject the timing outright"
+        default=0.5,
+        ge=0,
+        le=1,
+        description="discarded samples above this fraction reject the timing outright",
     )
     window_ms: float = Field(
         default=2.0,
@@ -45,10 +48,10 @@ class TimingPolicy(BaseModel):
 class Timeouts(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    load_s: float = Field(120.0, gt=0)
-    call_s: float = Field(30.0, gt=0)
+    load_s: float = Field(default=120.0, gt=0)
+    call_s: float = Field(default=30.0, gt=0)
     compile_load_s: float = Field(
-        300.0, gt=0, description="loading and first call of the torch.compile baseline"
+        default=300.0, gt=0, description="loading and first call of the torch.compile baseline"
     )
 
 
@@ -73,15 +76,17 @@ class EvalJob(BaseModel):
     seeds: list[int] = Field(min_length=1)
     init_seed: int
     distributions: list[Distribution] = Field(
-        list(DISTRIBUTIONS),
+        default=list(DISTRIBUTIONS),
         description="per trial, in turn: the task's own inputs; centred and widened floats; the task's "
         "distribution at larger odd sizes (judge/sizes.py)",
     )
     atol: float
     rtol: float
-    op_audit: bool = Field(False, description="reject forward() calls that dispatch PyTorch compute ops")
+    op_audit: bool = Field(
+        default=False, description="reject forward() calls that dispatch PyTorch compute ops"
+    )
     max_error_norm: float | None = Field(
-        None,
+        default=None,
         description="relative error norm above which outputs count as computed at a lower precision than "
         "the task's dtype (fp16/bf16/TF32 arithmetic for an fp32 task), even if within atol/rtol",
     )
@@ -131,7 +136,9 @@ class JudgeReport(BaseModel):
     environment: dict[str, str] = Field(
         default_factory=dict, description="GPU, driver, CUDA and torch the judge used"
     )
-    infra_error: str | None = Field(None, description="set when the judge itself failed; never scored")
+    infra_error: str | None = Field(
+        default=None, description="set when the judge itself failed; never scored"
+    )
     evidence_missing: list[str] = Field(
         default_factory=list,
         description="evidence the judge could not gather: the timing is untrusted and the reward capped at correctness",
@@ -143,7 +150,7 @@ class JudgeReport(BaseModel):
     )
     sanitizer: SanitizerReport | None = None
     held_gpu_bytes: int = Field(
-        0,
+        default=0,
         description="GPU memory the judge server still held after the job and its cache was emptied: "
         "buffers it shared with a worker that never unmapped them (see ReleaseRequest.inputs)",
     )

@@ -102,6 +102,9 @@ class JudgeServer:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 env=self.start.env,
+                # Not the caller's directory: a judge running as the worker uid may not enter it, and its
+                # fork server's children chdir to it before anything logs (they died with no message).
+                cwd="/",
                 start_new_session=True,
             )
         assert self.process.stdin is not None and self.process.stdout is not None

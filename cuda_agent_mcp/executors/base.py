@@ -14,12 +14,14 @@ class ProcessLimits(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    timeout_s: float = Field(120.0, gt=0, description="wall-clock limit; the whole process group is killed")
+    timeout_s: float = Field(
+        default=120.0, gt=0, description="wall-clock limit; the whole process group is killed"
+    )
     max_output_bytes: int = Field(
-        8 * 1024 * 1024, gt=0, description="combined stdout+stderr after which the process is killed"
+        default=8 * 1024 * 1024, gt=0, description="combined stdout+stderr after which the process is killed"
     )
     keep_output_bytes: int = Field(
-        128 * 1024, gt=0, description="how much output is kept; the rest is cut with a marker"
+        default=128 * 1024, gt=0, description="how much output is kept; the rest is cut with a marker"
     )
 
 

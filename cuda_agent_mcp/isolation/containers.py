@@ -39,14 +39,22 @@ class DockerSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    image: str = Field(DEFAULT_IMAGE, description="built from sandbox/Dockerfile (see sandbox/README.md)")
-    memory_bytes: int = Field(8 * 1024**3, gt=0, description="memory limit (swap included)")
-    pids_limit: int = Field(256, gt=8, description="processes and threads at once: a fork bomb stops here")
-    cpus: float = Field(2.0, gt=0)
-    tmp_bytes: int = Field(1024**3, gt=0, description="size of the tmpfs at /tmp, the only scratch space")
-    max_file_bytes: int = Field(2 * 1024**3, gt=0, description="largest file a command may write")
-    max_open_files: int = Field(4096, gt=16)
-    gpu: str | None = Field(None, description="the one GPU (index or UUID) a command sees; None: no GPU")
+    image: str = Field(
+        default=DEFAULT_IMAGE, description="built from sandbox/Dockerfile (see sandbox/README.md)"
+    )
+    memory_bytes: int = Field(default=8 * 1024**3, gt=0, description="memory limit (swap included)")
+    pids_limit: int = Field(
+        default=256, gt=8, description="processes and threads at once: a fork bomb stops here"
+    )
+    cpus: float = Field(default=2.0, gt=0)
+    tmp_bytes: int = Field(
+        default=1024**3, gt=0, description="size of the tmpfs at /tmp, the only scratch space"
+    )
+    max_file_bytes: int = Field(default=2 * 1024**3, gt=0, description="largest file a command may write")
+    max_open_files: int = Field(default=4096, gt=16)
+    gpu: str | None = Field(
+        default=None, description="the one GPU (index or UUID) a command sees; None: no GPU"
+    )
 
     @classmethod
     def from_env(cls) -> DockerSettings:

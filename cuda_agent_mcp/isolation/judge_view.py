@@ -50,8 +50,8 @@ def make_reachable(needed: list[str], uid: int, gid: int, tmp_bytes: int) -> Non
     """Private /dev/shm and /tmp, and every needed path passable for `uid` (see the module docstring)."""
     present = [p for p in needed if os.path.exists(p)]
     fds = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in present}  # taken before anything is covered
-    covers = {blocked_at(p, uid, gid) for p in present} | set(PRIVATE)
-    covers.discard(None)
+    blocked = {blocked_at(p, uid, gid) for p in present}
+    covers = {c for c in blocked if c is not None} | set(PRIVATE)
     outermost = sorted(c for c in covers if not any(c != o and c.startswith(o + "/") for o in covers))
     for cover in outermost:
         mode = "1777" if cover in PRIVATE else "0755"

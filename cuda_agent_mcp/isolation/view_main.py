@@ -5,6 +5,6 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's directory out
-import view  # type: ignore[import-not-found]
+import view  # type: ignore[import-not-found]  # the sibling file, found through sys.path
 
 view.main()

@@ -381,15 +381,17 @@ class Judge:
         self._ask(worker, PingRequest(), "call", timeout_s)
         return (time.perf_counter() - started) * 1e3
 
-    def _ask(self, worker: Worker, request: Any, phase: str, timeout_s: float) -> Any:
+    def _ask(self, worker: Worker, request: Any, phase: Literal["load", "call"], timeout_s: float) -> Any:
         try:
             reply = worker.request(request, timeout_s=timeout_s)
         except WorkerLost as lost:
             if lost.reason == "timeout":
-                raise VerdictReached(TimedOut(phase=phase, limit_s=timeout_s)) from None  # type: ignore[arg-type]
-            kind = "process_exited" if lost.reason == "exited" else "protocol"
+                raise VerdictReached(TimedOut(phase=phase, limit_s=timeout_s)) from None
+            kind: Literal["process_exited", "protocol"] = (
+                "process_exited" if lost.reason == "exited" else "protocol"
+            )
             raise VerdictReached(
-                Crashed(phase=phase, kind=kind, message=lost.detail, log_tail=lost.log_tail)  # type: ignore[arg-type]
+                Crashed(phase=phase, kind=kind, message=lost.detail, log_tail=lost.log_tail)
             ) from None
         if reply.op == "failure":
             raise VerdictReached(

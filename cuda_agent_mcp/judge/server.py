@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from cuda_agent_mcp.evaluation.job import (
@@ -115,7 +116,13 @@ def _worker_pool(scratch: Path, env: dict[str, str]) -> WorkerPool:
     return ForkedWorkerPool(scratch, env)
 
 
-def _run_one(run_job, job: EvalJob, scratch: Path, env: dict[str, str], workers: WorkerPool) -> JudgeReport:  # type: ignore[no-untyped-def]
+def _run_one(
+    run_job: Callable[[EvalJob, Path, dict[str, str], WorkerPool], JudgeReport],
+    job: EvalJob,
+    scratch: Path,
+    env: dict[str, str],
+    workers: WorkerPool,
+) -> JudgeReport:
     with tempfile.TemporaryDirectory(prefix="job-", dir=scratch) as job_scratch:
         try:
             return run_job(job, Path(job_scratch), env, workers)

@@ -37,6 +37,7 @@ from cuda_agent_mcp.wire.protocol import (
     ForkSetup,
     FrameError,
     ReleaseRequest,
+    Reply,
     parse_reply,
     read_frame_body,
     write_frame,
@@ -87,7 +88,8 @@ class _ForkedProcess:
 
     def __init__(self, process: BaseProcess) -> None:
         self._process = process
-        self.pid = process.pid
+        assert process.pid is not None  # the fork server hands over a started process
+        self.pid: int = process.pid
 
     def poll(self) -> int | None:
         return self._process.exitcode
@@ -110,7 +112,7 @@ class Worker:
     _request_write: int
     _reply_read: int
 
-    def request(self, message: BaseModel, *, timeout_s: float) -> object:
+    def request(self, message: BaseModel, *, timeout_s: float) -> Reply:
         """Send one request and return the validated reply, or raise WorkerLost."""
         deadline = time.monotonic() + timeout_s
         try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from mcp.server import MCPServer
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
 
 from cuda_agent_mcp.bench import run_directory, runs_index, summary_of
 from cuda_agent_mcp.build import default_cache_dir
@@ -52,8 +53,8 @@ def build_server(
         if authorization_server is not None:
             assert url is not None
             auth = AuthSettings(
-                issuer_url=authorization_server,
-                resource_server_url=f"{url}/mcp",
+                issuer_url=AnyHttpUrl(authorization_server),
+                resource_server_url=AnyHttpUrl(f"{url}/mcp"),
                 required_scopes=[],
                 validate_token_resource=False,
             )
@@ -61,7 +62,7 @@ def build_server(
             # The static token table is this server's own (server/auth.py): no token was issued for another
             # resource, so the SDK's RFC 8707 resource check has nothing to add (and unset, it warns twice).
             auth = AuthSettings(
-                issuer_url=url or "http://127.0.0.1",
+                issuer_url=AnyHttpUrl(url or "http://127.0.0.1"),
                 resource_server_url=None,
                 required_scopes=[],
                 validate_token_resource=False,

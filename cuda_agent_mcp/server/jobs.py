@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -60,9 +60,9 @@ class JobState(BaseModel):
     session_id: str
     status: Literal["running", "done", "failed", "cancelled"]
     elapsed_s: float
-    progress: str = Field("", description="the last progress message")
+    progress: str = Field(default="", description="the last progress message")
     result: BuildResult | VerifyResult | ProfileResult | EvalResult | None = None
-    error: str | None = Field(None, description="why a failed job failed")
+    error: str | None = Field(default=None, description="why a failed job failed")
     error_kind: Literal["tool", "internal"] | None = Field(
         default=None, description="tool: the tool refused or failed as it says; internal: a crash of ours"
     )
@@ -151,7 +151,7 @@ class JobBoard:
     def state(self, job_id: str, client: str) -> JobState:
         job = self._get(job_id, client)
         end = job.finished if job.finished is not None else time.monotonic()
-        common = {
+        common: dict[str, Any] = {
             "job_id": job.id,
             "kind": job.kind,
             "session_id": job.session_id,
@@ -159,13 +159,14 @@ class JobBoard:
             "progress": job.progress[-1] if job.progress else "",
         }
         if not job.future.done():
-            return JobState(status="running", **common)  # type: ignore[arg-type]
+            return JobState(status="running", **common)
         if job.future.cancelled():
-            return JobState(status="cancelled", **common)  # type: ignore[arg-type]
+            return JobState(status="cancelled", **common)
         error = job.future.exception()
         if error is not None:
-            kind = "tool" if isinstance(error, CudaAgentError) else "internal"
-            return JobState(status="failed", error=readable_error(error), error_kind=kind, **common)  # type: ignore[arg-type]
+            kind: Literal["tool", "internal"] = "tool" if isinstance(error, CudaAgentError) else "internal"
+            return JobState(status="failed", error=readable_error(error), error_kind=kind, **common)
+        # The board runs the long tools only, whose results are JobState.result's union.
         return JobState(status="done", result=job.future.result(), **common)  # type: ignore[arg-type]
 
     def detach(self, job_id: str, client: str) -> None:

@@ -45,5 +45,5 @@ async def send_log(ctx: Context, level: str, logger: str, message: str) -> None:
     # coroutine is made inside the filter and awaited outside it.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        sending = session.send_log_message(level, message, logger=logger)  # type: ignore[arg-type]
+        sending = session.send_log_message(level, message, logger=logger)  # type: ignore[arg-type]  # one of LEVELS
     await sending

@@ -10,6 +10,7 @@ local client (stdio) may open one. A session's history comes from the journal, s
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import logging
@@ -20,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -122,7 +124,7 @@ class SessionRegistry:
         self.quotas = quotas or SessionQuotas()
         self.rate = CallRate(self.quotas.calls_per_minute)
         # Called with a session id when it ends, before its workspace goes (the server cancels its jobs).
-        self.on_end: Callable[[str], None] = lambda _session_id: None
+        self.on_end: Callable[[str], object] = lambda _session_id: None
         self._sessions: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self._reaper: threading.Thread | None = None
@@ -154,7 +156,7 @@ class SessionRegistry:
                 "give task_id or reference_source"
             )
         self._check_room(client)
-        options: dict[str, object] = {"cache_dir": self.cache_dir} if self.cache_dir else {}
+        options: dict[str, Any] = {"cache_dir": self.cache_dir} if self.cache_dir else {}
         options |= {"scheduler": self.scheduler, "quotas": self.quotas}
         session_id = uuid.uuid4().hex[:12]
         if reference_source and client != LOCAL_CLIENT:
@@ -328,7 +330,7 @@ class SessionRegistry:
         ]
         return SessionList(sessions=summaries, max_sessions_per_client=self.max_sessions_per_client)
 
-    def ids(self, client: str = LOCAL_CLIENT) -> list[str]:
+    def ids(self, client: str = LOCAL_CLIENT) -> builtins.list[str]:  # `list` is a method here
         with self._lock:
             return [sid for sid, e in self._sessions.items() if e.client == client]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
+from types import ModuleType
 
 from cuda_agent_mcp.tasks.probe import PROBE_MARKER, HiddenSize, InputSpec, ProbeReport
 
@@ -72,12 +73,12 @@ def probe(path: str) -> ProbeReport:
     )
 
 
-def _hidden_sizes(module: object) -> list[HiddenSize]:
+def _hidden_sizes(module: ModuleType) -> list[HiddenSize]:
     """The judge's own plan (the same function, on the same module), so what is shown is what runs."""
     from cuda_agent_mcp.judge.sizes import size_globals
 
     try:
-        plan = size_globals(module)  # type: ignore[arg-type]
+        plan = size_globals(module)
     except Exception:
         return []  # no plan to show; the judge would meet the same error in its resized trial
     return [HiddenSize(name=n, visible=getattr(module, n), hidden=v) for n, v in sorted(plan.items())]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Sequence
 from functools import cached_property
@@ -106,6 +107,6 @@ class TaskCatalog:
             return load_task_file(path)
         raise TaskNotFound(ref, self.describe_sources())
 
-    def describe_sources(self) -> list[str]:
+    def describe_sources(self) -> builtins.list[str]:  # `list` is a method here
         names = ["bundled examples"] if self.include_bundled and bundled_examples_dir() else []
         return names + [str(s) for s in self.sources]

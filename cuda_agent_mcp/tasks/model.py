@@ -17,8 +17,8 @@ class TolerancePolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    atol: float = Field(1e-2, ge=0)
-    rtol: float = Field(1e-2, ge=0)
+    atol: float = Field(default=1e-2, ge=0)
+    rtol: float = Field(default=1e-2, ge=0)
 
 
 # fp32 matches the paper and KernelBench v0.1; half types get the rounding of one extra op.
@@ -37,14 +37,16 @@ class TaskPolicy(BaseModel):
 
     dtype: DType = "float32"
     tolerance: TolerancePolicy = TolerancePolicy()
-    use_fast_math: bool = Field(True, description="nvcc --use_fast_math (on by default, as in the paper)")
+    use_fast_math: bool = Field(
+        default=True, description="nvcc --use_fast_math (on by default, as in the paper)"
+    )
     vendor_libraries: tuple[VendorLibrary, ...] | None = Field(
-        None,
+        default=None,
         description="vendor libraries a candidate may call; None: the paper's policy, read from the "
         "reference (cuBLAS for matrix products, cuDNN for convolutions)",
     )
     hidden_sizes: bool = Field(
-        True,
+        default=True,
         description="verify also runs a trial at larger, odd sizes of the task's size globals "
         "(batch_size, dim, ...), so kernels that bake in the visible shape fail",
     )
@@ -68,7 +70,7 @@ class TaskSource(BaseModel):
 
     kind: Literal["file", "kernelbench", "dataset", "workspace", "inline"]
     path: str | None = None
-    row: int | None = Field(None, description="row index, for datasets")
+    row: int | None = Field(default=None, description="row index, for datasets")
 
 
 class Task(BaseModel):

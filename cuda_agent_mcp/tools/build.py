@@ -15,7 +15,7 @@ class CompileRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     arch: str | None = Field(
-        None,
+        default=None,
         pattern=r"^sm_\d+[af]?$",
         description="GPU target; default: this machine's GPU (sm_90a on Hopper) or sm_90a",
     )

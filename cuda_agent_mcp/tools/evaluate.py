@@ -55,13 +55,17 @@ PRECISION_NORM_LIMIT = 1e-4
 class VerifyRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    trials: int = Field(5, ge=1, le=100, description="input sets, each from a fresh secret seed")
-    strict: bool = Field(False, description="KernelBench's current fp32 tolerance (1e-4) instead of 1e-2")
+    trials: int = Field(default=5, ge=1, le=100, description="input sets, each from a fresh secret seed")
+    strict: bool = Field(
+        default=False, description="KernelBench's current fp32 tolerance (1e-4) instead of 1e-2"
+    )
     device: Literal["cuda", "cpu"] = "cuda"
     call_timeout_s: float = Field(
-        30.0, gt=0, description="limit on one forward() call; a hung kernel is killed"
+        default=30.0, gt=0, description="limit on one forward() call; a hung kernel is killed"
     )
-    audit: bool = Field(True, description="refuse sources that compute with PyTorch instead of kernels")
+    audit: bool = Field(
+        default=True, description="refuse sources that compute with PyTorch instead of kernels"
+    )
     precision_check: bool | None = Field(
         default=None,
         description="refuse fp32/fp64 outputs whose error norm shows lower-precision arithmetic; None: "
@@ -77,28 +81,30 @@ class VerifyRequest(BaseModel):
         description="the 'kernelbench' rule set: PyTorch ops in ModelNew and host code are allowed (the "
         "audit's torch_compute rule and the runtime op audit are off); every other check stays",
     )
-    timeout_s: float = Field(600.0, gt=0)
+    timeout_s: float = Field(default=600.0, gt=0)
 
 
 class ProfileRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     baselines: Literal["cached", "measure", "skip"] = "cached"
-    budget_s: float = Field(2.0, gt=0, description="sampling budget per implementation")
+    budget_s: float = Field(default=2.0, gt=0, description="sampling budget per implementation")
     max_cv: float = Field(
-        0.05, gt=0, description="above this coefficient of variation, measure again; then low confidence"
+        default=0.05,
+        gt=0,
+        description="above this coefficient of variation, measure again; then low confidence",
     )
     device: Literal["cuda", "cpu"] = "cuda"
     call_timeout_s: float = Field(
-        30.0, gt=0, description="limit on one forward() call; a hung kernel is killed"
+        default=30.0, gt=0, description="limit on one forward() call; a hung kernel is killed"
     )
-    timeout_s: float = Field(900.0, gt=0)
+    timeout_s: float = Field(default=900.0, gt=0)
     detail: Literal["summary", "ncu"] = Field(
-        "summary",
+        default="summary",
         description="'ncu': also profile one call with Nsight Compute (per-kernel duration, SM and memory "
         "throughput, occupancy, registers); diagnostics only, several seconds more",
     )
-    ncu_timeout_s: float = Field(180.0, gt=0, description="limit on the ncu pass")
+    ncu_timeout_s: float = Field(default=180.0, gt=0, description="limit on the ncu pass")
     precision_check: bool | None = Field(
         default=None,
         description="refuse fp32/fp64 timed outputs whose error norm shows lower-precision arithmetic "

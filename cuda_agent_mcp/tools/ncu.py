@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from cuda_agent_mcp.evaluation.kernel_names import kernel_key
 from cuda_agent_mcp.executors import ProcessLimits, isolating_executor
@@ -86,7 +87,7 @@ def parse_ncu_csv(output: str, workspace_kernels: set[str]) -> list[NcuKernel]:
         if len(row) != len(header):
             continue
         name = row[column["Kernel Name"]] if "Kernel Name" in column else "?"
-        values: dict[str, float | int | None] = {}
+        values: dict[str, Any] = {}  # float or int by metric, None when not reported
         for metric, field in METRICS.items():
             index = column.get(metric)
             values[field] = (
@@ -100,7 +101,7 @@ def parse_ncu_csv(output: str, workspace_kernels: set[str]) -> list[NcuKernel]:
                 from_workspace=kernel_key(name) in ours,
                 grid=row[column["Grid Size"]] if "Grid Size" in column else "",
                 block=row[column["Block Size"]] if "Block Size" in column else "",
-                **values,  # type: ignore[arg-type]
+                **values,
             )
         )
     return kernels[:MAX_KERNELS]

@@ -105,9 +105,7 @@ class Tool:
             described.description = describe(info)
             fields[leaf] = (info.annotation, described)
         model_name = "".join(part.title() for part in self.name.split("_")) + "Args"
-        return create_model(  # type: ignore[call-overload, no-any-return]
-            model_name, __config__=ConfigDict(frozen=True, extra="forbid"), **fields
-        )
+        return create_model(model_name, __config__=ConfigDict(frozen=True, extra="forbid"), **fields)
 
     def policy_schema(self) -> dict[str, Any]:
         """The JSON schema of the policy's arguments (OpenAI function `parameters`)."""
@@ -213,6 +211,7 @@ def limits(info: FieldInfo) -> dict[str, Any]:
     """The JSON-schema limits of a field (minimum, maximum, minItems, pattern, ...)."""
     if not info.metadata:
         return {}
+    # A type built at run time from the field: the checker cannot read it as a type expression.
     schema = TypeAdapter(Annotated[(info.annotation, *info.metadata)]).json_schema()  # type: ignore[arg-type]
     options = schema.get("anyOf", [schema])
     return {key: value for option in options for key, value in option.items() if key in LIMIT_KEYS}
@@ -233,7 +232,8 @@ def keyword_parameters(model: type[BaseModel]) -> list[inspect.Parameter]:
     the MCP SDK's `@tool`)."""
     parameters = []
     for name, info in model.model_fields.items():
-        annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]  # type: ignore[valid-type]
+        # A type built at run time from the field: the checker cannot read it as a type expression.
+        annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]  # type: ignore[name-defined]
         default = (
             inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
         )
@@ -250,7 +250,7 @@ def as_function(
     read: `inspect.signature` and `typing.get_type_hints` see the declared parameters."""
     implementation.__name__ = implementation.__qualname__ = name
     implementation.__doc__ = doc
-    implementation.__signature__ = signature  # type: ignore[attr-defined]
+    implementation.__signature__ = signature  # type: ignore[attr-defined]  # read by inspect.signature
     annotations = {p.name: p.annotation for p in signature.parameters.values() if p.annotation is not p.empty}
     if signature.return_annotation is not signature.empty:
         annotations["return"] = signature.return_annotation

@@ -4,6 +4,8 @@ rule, the hidden-size plan and the vendor libraries. `tasks show` prints it; a w
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.evaluation.job import DISTRIBUTIONS
@@ -36,7 +38,7 @@ class TaskRules(BaseModel):
 def task_rules(task: Task, probe: ProbeReport | None) -> TaskRules:
     """The rules of `task`; with a probe report, the hidden-size plan is the judge's own."""
     policy = task.policy
-    fields = {
+    fields: dict[str, Any] = {
         "dtype": policy.dtype,
         "atol": policy.tolerance.atol,
         "rtol": policy.tolerance.rtol,
@@ -46,7 +48,7 @@ def task_rules(task: Task, probe: ProbeReport | None) -> TaskRules:
         "hidden_sizes": probe.hidden_sizes if probe is not None else None,
         "vendor_libraries": tuple(task.vendor_libraries),
     }
-    draft = TaskRules(**fields, statements=[])  # type: ignore[arg-type]
+    draft = TaskRules(**fields, statements=[])
     return draft.model_copy(update={"statements": _statements(draft, task.id)})
 
 

@@ -87,7 +87,7 @@ async def run_command(session: Session, request: RunRequest) -> RunResult:
         process = await executor.run(
             request.argv, cwd=root, limits=limits, env=environment, readable=readable
         )
-    isolation = list(executor.isolation)  # type: ignore[attr-defined]
+    isolation = list(executor.isolation)  # type: ignore[attr-defined]  # Docker or sandboxed: isolating_executor
     return RunResult(
         process=process, isolation=isolation, limit=limit_reached(process, outcome, session.quotas)
     )

@@ -8,6 +8,7 @@ import secrets
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cuda_agent_mcp.build import (
     BuildCache,
@@ -46,7 +47,7 @@ class Session:
     workspace: Workspace
     # Builds run here (default: $CUDA_AGENT_EXECUTOR, the sandbox unless asked otherwise, with the
     # session's file-size and process quotas).
-    executor: Executor = None  # type: ignore[assignment]
+    executor: Executor = None  # type: ignore[assignment]  # None: chosen in __post_init__
     cache_dir: Path = field(default_factory=default_cache_dir)
     build_limits: BuildLimits = field(default_factory=BuildLimits)
     # One scheduler per process, shared by all its sessions; None (a CLI run) means no leasing.
@@ -55,7 +56,7 @@ class Session:
     judges: JudgePool = field(default_factory=lambda: shared_judge_pool(default_cache_dir() / "logs"))
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     # Every evaluation result, written before it is returned (default: journal.sqlite in the cache dir).
-    journal: Journal = None  # type: ignore[assignment]
+    journal: Journal = None  # type: ignore[assignment]  # None: opened in __post_init__
     # None: every evaluation draws secret random seeds. An integer (set by an RL environment or a
     # trainer, never by the agent under test): evaluations draw a fixed sequence derived from it, so an
     # episode's verify inputs can be replayed. Timings stay measurements.
@@ -94,18 +95,16 @@ class Session:
         return self._run_executor
 
     @classmethod
-    def create(
-        cls, task: Task, directory: str | Path, *, overwrite: bool = False, **options: object
-    ) -> Session:
+    def create(cls, task: Task, directory: str | Path, *, overwrite: bool = False, **options: Any) -> Session:
         """Lay out a new workspace for `task` and open a session on it."""
         workspace = Workspace.create(task, directory, overwrite=overwrite)
-        return cls(task, workspace, workspace_owned=True, **options)  # type: ignore[arg-type]
+        return cls(task, workspace, workspace_owned=True, **options)
 
     @classmethod
-    def open(cls, directory: str | Path, **options: object) -> Session:
+    def open(cls, directory: str | Path, **options: Any) -> Session:
         """Open a session on an existing workspace directory; its model.py is the reference."""
         workspace = Workspace.open(directory)
-        return cls(workspace.task(), workspace, **options)  # type: ignore[arg-type]
+        return cls(workspace.task(), workspace, **options)
 
     def draw_seed(self) -> int:
         """The next input seed of an evaluation (62 bits): secret and random, or from `seed`'s sequence."""
@@ -174,7 +173,7 @@ def judge_env(
         selection = {"CUDA_VISIBLE_DEVICES": str(leased_gpu)}
     else:
         selection = {k: v for k in ("CUDA_VISIBLE_DEVICES",) if (v := os.environ.get(k)) is not None}
-    backend = {WORKERS_ENV: workers}
+    backend: dict[str, str] = {WORKERS_ENV: workers}
     if workers == "docker":
         backend |= {k: v for k in ("DOCKER_HOST", IMAGE_ENV) if (v := os.environ.get(k)) is not None}
     owner = {JUDGE_TENANT_ENV: tenant} if tenant else {}

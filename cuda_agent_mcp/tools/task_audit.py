@@ -90,9 +90,9 @@ class TaskAuditResult(BaseModel):
 class TaskAuditRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    trials: int = Field(3, ge=1, le=20)
+    trials: int = Field(default=3, ge=1, le=20)
     device: Literal["cuda", "cpu"] = "cuda"
-    timeout_s: float = Field(600.0, gt=0)
+    timeout_s: float = Field(default=600.0, gt=0)
     call_timeout_s: float = Field(
         default=30.0, gt=0, description="limit on one forward() call (the reference's time included)"
     )

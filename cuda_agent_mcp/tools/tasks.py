@@ -16,9 +16,9 @@ class _Model(BaseModel):
 
 
 class TaskQuery(_Model):
-    level: int | None = Field(None, ge=1)
-    contains: str | None = Field(None, description="substring of the id or name, case-insensitive")
-    limit: int | None = Field(None, ge=1)
+    level: int | None = Field(default=None, ge=1)
+    contains: str | None = Field(default=None, description="substring of the id or name, case-insensitive")
+    limit: int | None = Field(default=None, ge=1)
 
 
 class TaskList(_Model):
@@ -29,9 +29,12 @@ class TaskList(_Model):
 
 class TaskDetails(_Model):
     task: Task
-    probe: ProbeReport | None = Field(None, description="what the entry points returned, on the meta device")
+    probe: ProbeReport | None = Field(
+        default=None, description="what the entry points returned, on the meta device"
+    )
     vendor_libraries: tuple[str, ...] = Field(
-        (), description="vendor libraries a candidate may call for this task (cublas, cudnn), by its policy"
+        default=(),
+        description="vendor libraries a candidate may call for this task (cublas, cudnn), by its policy",
     )
     rules: TaskRules | None = Field(
         default=None, description="what a candidate must satisfy: tolerance, precision, hidden sizes"

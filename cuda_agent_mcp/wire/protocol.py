@@ -46,10 +46,13 @@ class LoadRequest(_Message):
     class_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     init_args_pickle: str = Field(description="base64 pickle of get_init_inputs() (judge to worker only)")
     state_dict: dict[str, TensorRef] = {}
-    compile_model: bool = Field(False, description="wrap the model in torch.compile (baseline workers)")
+    compile_model: bool = Field(
+        default=False, description="wrap the model in torch.compile (baseline workers)"
+    )
     device: str = "cuda"
     confine_filesystem: bool = Field(
-        False, description="before importing, restrict the worker's files to its view (candidate loads)"
+        default=False,
+        description="before importing, restrict the worker's files to its view (candidate loads)",
     )
     max_file_bytes: int = Field(
         default=64 << 20,
@@ -121,7 +124,7 @@ class ReleaseRequest(_Message):
 
     op: Literal["release"] = "release"
     inputs: bool = Field(
-        False,
+        default=False,
         description="also unmap the judge's input buffers: the evaluation is over. Memory the judge shared "
         "stays allocated in the judge until every process that mapped it has unmapped it, and a killed "
         "worker never does",
@@ -149,8 +152,8 @@ class KernelTrace(_Message):
     """What the profiler saw of an observed batch, on every stream of the process."""
 
     kernels: list[TracedKernel] = Field(default_factory=list, max_length=10000)
-    busy_ns: int = Field(0, ge=0, description="union of all device activity intervals, all streams")
-    streams: int = Field(0, ge=0, description="streams that ran device activity")
+    busy_ns: int = Field(default=0, ge=0, description="union of all device activity intervals, all streams")
+    streams: int = Field(default=0, ge=0, description="streams that ran device activity")
 
 
 class Loaded(_Message):
@@ -175,10 +178,10 @@ class BatchResult(_Message):
 
     op: Literal["result"] = "result"
     sets: list[SetOutputs] = Field(max_length=256)
-    event_ms: float | None = Field(None, ge=0)
-    wall_ms: float | None = Field(None, ge=0)
+    event_ms: float | None = Field(default=None, ge=0)
+    wall_ms: float | None = Field(default=None, ge=0)
     aliased: str = Field(
-        "", max_length=2000, description="an output sharing memory with an input or another output"
+        default="", max_length=2000, description="an output sharing memory with an input or another output"
     )
     ops: list[str] = Field(default_factory=list, max_length=10000)
     trace: KernelTrace | None = None

@@ -18,6 +18,7 @@ import socket
 import sys
 import threading
 import traceback
+from typing import Literal
 
 from cuda_agent_mcp.wire.lifetime import die_with_parent
 from cuda_agent_mcp.wire.paused_gc import paused_garbage_collection
@@ -53,7 +54,7 @@ def serve(request_fd: int, reply_fd: int) -> None:
             request = parse_request(read_frame_body(request_fd))
         except EOFError:
             return
-        phase = "load" if isinstance(request, LoadRequest) else "call"
+        phase: Literal["load", "call"] = "load" if isinstance(request, LoadRequest) else "call"
         try:
             if isinstance(request, LoadRequest):
                 write_frame(reply_fd, runner.load(request))
@@ -74,8 +75,8 @@ def serve(request_fd: int, reply_fd: int) -> None:
                 write_frame(reply_fd, Released())
         except Exception as exc:
             cuda = is_cuda_error(exc)
-            kind = "cuda_error" if cuda else "exception"
-            write_frame(reply_fd, Failure(phase=phase, kind=kind, message=_describe(exc)))  # type: ignore[arg-type]
+            kind: Literal["cuda_error", "exception"] = "cuda_error" if cuda else "exception"
+            write_frame(reply_fd, Failure(phase=phase, kind=kind, message=_describe(exc)))
             if cuda:
                 os._exit(EXIT_CUDA_ERROR)
 

@@ -15,7 +15,7 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -54,7 +54,9 @@ class OpRecorder(TorchDispatchMode):
         super().__init__()
         self.ops: set[str] = set()
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         self.ops.add(func._schema.name)
         return func(*args, **(kwargs or {}))
 
@@ -155,6 +157,7 @@ class Runner:
             return BatchResult(sets=[], event_ms=event_ms, wall_ms=wall_ms, aliased=aliased)
         sets = []
         for output in outputs:
+            structure: Literal["tensor", "tuple", "list"]
             if isinstance(output, torch.Tensor):
                 structure, tensors = "tensor", [output]
             elif isinstance(output, tuple | list) and all(isinstance(t, torch.Tensor) for t in output):

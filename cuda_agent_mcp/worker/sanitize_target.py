@@ -34,7 +34,7 @@ def main() -> None:
     confine(readable=[directory, payload.parent, *python_paths()], writable=[Path.cwd()], scope_sockets=False)
     data = torch.load(payload, weights_only=True)
     sys.path.insert(0, str(directory))
-    from model_new import ModelNew
+    from model_new import ModelNew  # type: ignore[import-not-found]  # the candidate, on sys.path only here
 
     with torch.no_grad():
         model = ModelNew(*data["init_args"]).cuda().eval()

@@ -29,7 +29,7 @@ CANDIDATE_FILE = "model_new.py"
 KERNELS_DIR = "kernels"
 META_DIR = ".cuda-agent"
 PROTECTED_FILES = (REFERENCE_FILE, *HARNESS_FILES)
-SOURCE_SUFFIXES = {".cu": "cu", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp"}
+SOURCE_SUFFIXES: dict[str, Literal["cu", "cpp"]] = {".cu": "cu", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp"}
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".hh", ".inl")
 
 SourceKind = Literal["cu", "cpp"]

@@ -97,6 +97,9 @@ def test_a_gemm_task_may_fuse_its_epilogue_with_cublaslt_and_the_build_links_it(
         gemm.workspace.root / "kernels" / "gemm_add_relu_cublaslt.cu", relu.workspace.root / "kernels"
     )
     findings = audit_workspace(relu.workspace.root, relu.task.vendor_libraries)
-    assert [(f.file, f.rule) for f in findings] == [
+    # The header and each call into the library, all in that file (the audit reads names, not just includes).
+    assert findings and {(f.file, f.rule) for f in findings} == {
         ("kernels/gemm_add_relu_cublaslt.cu", "forbidden_library")
-    ]
+    }
+    assert "#include <cublasLt.h>" in findings[0].message
+    assert any("cublasLtMatmul:" in f.message for f in findings)

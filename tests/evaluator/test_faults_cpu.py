@@ -96,12 +96,11 @@ def test_a_fork_bomb_stops_at_the_process_cap_and_leaves_nothing_behind(run_judg
     )
     root = pids_cgroup_root()
     assert root is not None
-    # A judge worker's cgroup is worker-<tag>; worker-run-<id> are sandboxed commands (builds of any other
-    # process on this machine, running meanwhile), not this judge's.
     before = set(root.glob("worker-*"))
     report = run_judge(bomb, timeouts=Timeouts(load_s=60, call_s=10))
     assert isinstance(report.verdict, TimedOut | Crashed), report.verdict
-    new = [d for d in set(root.glob("worker-*")) - before if not d.name.startswith("worker-run-")]
+    # worker-run-* are the sandboxed executor's (commands and builds of other tests running meanwhile).
+    new = {d for d in set(root.glob("worker-*")) - before if not d.name.startswith("worker-run-")}
     leftovers = [d for d in new if (d / "cgroup.procs").read_text().strip()]
     assert not leftovers
     assert isinstance(run_judge(HONEST).verdict, Passed)

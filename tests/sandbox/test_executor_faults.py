@@ -111,9 +111,26 @@ def test_a_background_daemon_does_not_outlive_its_command(executor: object, work
 def test_a_fork_bomb_stops_at_the_process_cap_and_leaves_nothing(executor: object, workdir: Path) -> None:
     if executor.name == "sandbox" and pids_cgroup_root() is None:  # type: ignore[attr-defined]
         pytest.skip("no writable pids cgroup here: the process sandbox cannot cap processes")
+    root = pids_cgroup_root()
+    before = set(root.glob("worker-run-*")) if root is not None else set()
     result = run(executor, "bomb() { bomb | bomb & }; bomb; sleep 3600", workdir, timeout_s=5)
     assert result.timed_out or result.returncode != 0
     still_works(executor, workdir)
-    root = pids_cgroup_root()
     if executor.name == "sandbox" and root is not None:  # type: ignore[attr-defined]
-        assert not [d for d in root.glob("worker-run-*") if (d / "cgroup.procs").read_text().strip()]
+        # Only this command's processes count: other tests' commands and builds may run meanwhile.
+        new = set(root.glob("worker-run-*")) - before
+        assert not [d for d in new if any(b"bomb" in _cmdline(pid) for pid in _procs(d))]
+
+
+def _procs(cgroup: Path) -> list[str]:
+    try:
+        return (cgroup / "cgroup.procs").read_text().split()
+    except OSError:
+        return []  # removed meanwhile
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
