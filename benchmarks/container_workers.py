@@ -26,7 +26,7 @@ from pathlib import Path
 
 import anyio
 
-from cuda_agent_mcp.evaluator.judge_service import JudgePool
+from cuda_agent_mcp.evaluation.judge_service import JudgePool
 from cuda_agent_mcp.executors import DockerExecutor, Executor, LocalExecutor
 from cuda_agent_mcp.results import Passed
 from cuda_agent_mcp.tasks import load_task_file

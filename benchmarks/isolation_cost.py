@@ -44,7 +44,8 @@ def _median_ms(values: list[float]) -> float:
 
 async def run_figures(runs: int) -> dict[str, object]:
     from cuda_agent_mcp.executors import LocalExecutor, ProcessLimits
-    from cuda_agent_mcp.executors.sandboxed import SandboxedExecutor, WorkspaceQuota, view_problems
+    from cuda_agent_mcp.executors.sandboxed import SandboxedExecutor, view_problems
+    from cuda_agent_mcp.isolation.quota import WorkspaceQuota
     from cuda_agent_mcp.tasks import load_task_file
     from cuda_agent_mcp.tools import Session
     from cuda_agent_mcp.tools.run import RunRequest, run_command

@@ -75,7 +75,7 @@ def share_cost_ms(numel: int, calls: int) -> dict[str, float]:
     """Time `share` of a freshly allocated CUDA tensor, as a worker does after each timed call."""
     import torch
 
-    from cuda_agent_mcp.evaluator.transport import share
+    from cuda_agent_mcp.wire.transport import share
 
     costs = []
     for _ in range(calls):

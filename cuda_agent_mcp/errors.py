@@ -1,19 +1,32 @@
-"""The exception tree, sorted by who must act.
+"""The exception tree, sorted by who must act. Every `CudaAgentError` of the package is defined here.
 
     CudaAgentError
     ├── UsageError (also ValueError)      the caller's fault; raised before anything runs
     │   ├── TaskLoadError                 a task file or dataset row is malformed
-    │   ├── TaskNotFound                  no task has that id
+    │   ├── NotFound                      no such thing (MCP resources answer it as the SDK's not-found)
+    │   │   ├── TaskNotFound              no task has that id
+    │   │   ├── SessionNotFound           no MCP session of this client has that id
+    │   │   └── UnknownJob                no job of this client has that id
     │   ├── WorkspaceError                bad workspace path, protected file, file outside the root
-    │   └── LimitExceeded                 a session's quota or rate limit (the session lives on)
+    │   ├── LimitExceeded                 a session's quota or rate limit (the session lives on)
+    │   └── PolicyError                   a policy preset that cannot be found, read or validated
     └── InfraError                        our fault or the machine's; never the candidate's
         ├── ToolchainMissing              nvcc, the host compiler or the torch headers are absent
         ├── ExecutorUnavailable           a process could not be started at all
         │   └── IsolationUnavailable      no sandbox view can be built here, and no opt-in to run without
-        └── GpuUnavailable                device 'cuda' was asked for where no GPU is visible
+        ├── GpuUnavailable                device 'cuda' was asked for where no GPU is visible
+        ├── GpusDrained                   every GPU of the scheduler failed its health probe
+        ├── JudgeFailed                   the judge failed, hung or could not start (retryable)
+        └── EndpointError                 the policy's endpoint could not be reached or answered an error
 
 A candidate's own failures (compile errors, wrong output, crashes, timeouts) are never
 exceptions: they are return values, because the model learns from them.
+
+A few exceptions are not in the tree because they never leave the code that raises them: the judge's
+`FrameError`, `TransportError`, `WorkerLost`, `WorkerStartFailed` and `VerdictReached` become verdicts
+or a `JudgeFailed` report; the view's `SetupError` becomes its exit status; the agent's `InvalidCall`
+becomes an observation; the episode core's `InfraFailure` (agent/failures.py) carries an `InfraError` to
+the trainer.
 """
 
 from __future__ import annotations
@@ -44,7 +57,11 @@ class TaskLoadError(UsageError):
         super().__init__(f"{where}: {problem}")
 
 
-class TaskNotFound(UsageError):
+class NotFound(UsageError):
+    """The caller named something (a task, a session, a job) that does not exist; the message says what."""
+
+
+class TaskNotFound(NotFound):
     """No task source knows the requested id."""
 
     def __init__(self, task_id: str, known_sources: list[str]) -> None:
@@ -52,6 +69,21 @@ class TaskNotFound(UsageError):
         self.known_sources = known_sources
         hint = ", ".join(known_sources) if known_sources else "none configured"
         super().__init__(f"unknown task {task_id!r} (task sources: {hint})")
+
+
+class SessionNotFound(NotFound):
+    """No MCP session of this client has the id (it ended, timed out, or belongs to another client)."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            f"no session {session_id!r}: start one with start_session (list_sessions shows yours; "
+            "sessions end with end_session or after being idle)"
+        )
+
+
+class UnknownJob(NotFound):
+    """No such job for this client."""
 
 
 class WorkspaceError(UsageError):
@@ -65,6 +97,10 @@ class LimitExceeded(UsageError):
     def __init__(self, limit: str, message: str) -> None:
         self.limit = limit
         super().__init__(message)
+
+
+class PolicyError(UsageError):
+    """A preset that cannot be found or does not validate."""
 
 
 class InfraError(CudaAgentError):
@@ -117,3 +153,20 @@ class IsolationUnavailable(ExecutorUnavailable):
         self.missing = missing
         self.fix = fix
         super().__init__("the sandbox", f"{missing}; {fix}")
+
+
+class GpusDrained(InfraError):
+    """Every GPU of the scheduler is drained: nothing can run until an operator looks at them."""
+
+    retryable = False
+
+
+class JudgeFailed(InfraError):
+    """The judge process itself failed, hung or could not start (not the candidate): nothing about the
+    candidate can be concluded, and the result must not be scored."""
+
+    retryable = True
+
+
+class EndpointError(InfraError):
+    """The endpoint could not be reached or answered with an error: not the policy's fault."""

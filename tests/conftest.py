@@ -92,6 +92,6 @@ def _no_judge_servers_outlive_their_module():
     """Sessions share one judge pool per process; its warm servers would otherwise stay up for the rest
     of the run (and look like leaks to tests that count a process's judges)."""
     yield
-    from cuda_agent_mcp.evaluator.judge_service import close_shared_judge_pool
+    from cuda_agent_mcp.evaluation.judge_service import close_shared_judge_pool
 
     close_shared_judge_pool()

@@ -66,7 +66,7 @@ def tool_layer() -> None:
 
     import anyio
 
-    from cuda_agent_mcp.evaluator.judge_service import close_shared_judge_pool
+    from cuda_agent_mcp.evaluation.judge_service import close_shared_judge_pool
     from cuda_agent_mcp.tools import ProfileRequest, Session, VerifyRequest, profile_kernels, verify_kernels
 
     sys.path.insert(0, ".")

@@ -19,7 +19,7 @@ from typing import Any
 from cuda_agent_mcp.agent.actions import ACTIONS, SUBMIT, Action, EnvironmentSettings
 from cuda_agent_mcp.agent.policy import PolicyPreset, load_policy
 from cuda_agent_mcp.env.kernel_env import KernelEnv, StepResult, ToolCall
-from cuda_agent_mcp.evaluator.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools.registry import as_function, keyword_parameters
 

@@ -30,7 +30,7 @@ from cuda_agent_mcp.agent.policy import load_policy
 from cuda_agent_mcp.agent.snapshot import fenced_files
 from cuda_agent_mcp.env.scoring import Solution, score_batch
 from cuda_agent_mcp.errors import InfraError
-from cuda_agent_mcp.evaluator.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.tasks import TaskCatalog
 
 PRESET = "kevin-32b"  # a text-format preset: its system prompt asks for fenced files

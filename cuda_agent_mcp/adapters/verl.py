@@ -18,7 +18,7 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from cuda_agent_mcp.agent.actions import ACTIONS, EnvironmentSettings
 from cuda_agent_mcp.env.kernel_env import KernelEnv, ToolCall
-from cuda_agent_mcp.evaluator.reward import FAIL
+from cuda_agent_mcp.evaluation.reward import FAIL
 
 # One environment per trajectory, shared by the tool objects (verl makes one object per tool); a
 # trajectory whose episode ended answers every later call with a note instead of starting another.

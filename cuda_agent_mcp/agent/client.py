@@ -9,11 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuda_agent_mcp.agent.policy import PolicyPreset
-from cuda_agent_mcp.errors import InfraError
-
-
-class EndpointError(InfraError):
-    """The endpoint could not be reached or answered with an error: not the policy's fault."""
+from cuda_agent_mcp.errors import EndpointError
 
 
 @dataclass

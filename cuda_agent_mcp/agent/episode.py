@@ -34,7 +34,7 @@ from cuda_agent_mcp.agent.failures import (
 from cuda_agent_mcp.agent.outcome import Outcome, outcome_of
 from cuda_agent_mcp.agent.policy import Budgets
 from cuda_agent_mcp.errors import CudaAgentError
-from cuda_agent_mcp.evaluator.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.tools import Session
 
 EndReason = Literal[

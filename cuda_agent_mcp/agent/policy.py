@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.errors import PolicyError
 
 _HERE = Path(__file__).resolve().parent
 # An editable install reads the repository's policies/; a wheel carries them as _bundled_policies/.
@@ -25,10 +25,6 @@ SKILL_GUIDE_MARK = "{{SKILL_GUIDE}}"  # replaced by the workspace skill guide ev
 
 def skill_guide() -> str:
     return (_HERE.parent / "workspace" / "pristine" / "SKILL.md").read_text()
-
-
-class PolicyError(CudaAgentError):
-    """A preset that cannot be found or does not validate."""
 
 
 class VllmServing(BaseModel):

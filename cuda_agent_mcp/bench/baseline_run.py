@@ -17,8 +17,8 @@ from cuda_agent_mcp.bench.baselines import TableWriter, local_environment, table
 from cuda_agent_mcp.bench.models import SuiteRequest
 from cuda_agent_mcp.bench.selection import select_tasks
 from cuda_agent_mcp.build import default_cache_dir
-from cuda_agent_mcp.errors import CudaAgentError, InfraError, UsageError
-from cuda_agent_mcp.executors.scheduler import GpuScheduler, GpuUnavailable
+from cuda_agent_mcp.errors import CudaAgentError, GpusDrained, InfraError, UsageError
+from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import Session
 from cuda_agent_mcp.tools.gpu import visible_gpu_scheduler
@@ -82,7 +82,7 @@ async def measure_table(
             session = Session.create(task, root / slug, scheduler=scheduler, cache_dir=cache)
             try:
                 result = await task_baselines(session, device=selection.device, budget_s=selection.budget_s)
-            except GpuUnavailable:
+            except GpusDrained:
                 raise
             except (InfraError, CudaAgentError) as exc:
                 infra.append(f"{task.id}: {exc}")

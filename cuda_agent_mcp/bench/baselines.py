@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import discover_toolchain
 from cuda_agent_mcp.errors import CudaAgentError
-from cuda_agent_mcp.evaluator.job import TimingPolicy, baseline_cache_key
+from cuda_agent_mcp.evaluation.job import TimingPolicy, baseline_cache_key
 from cuda_agent_mcp.results import TimingStats, Verdict
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.tools import Session

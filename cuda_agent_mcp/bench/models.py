@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.evaluator.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.results import (
     KernelBreakdown,
     KernelResources,

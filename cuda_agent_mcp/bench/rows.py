@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuda_agent_mcp.bench.models import BuildStats, Outcome, SolutionKind, TaskRow
-from cuda_agent_mcp.evaluator.reward import FAIL
+from cuda_agent_mcp.evaluation.reward import FAIL
 from cuda_agent_mcp.results import (
     BuildResult,
     CompileFailed,

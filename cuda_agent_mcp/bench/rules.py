@@ -19,7 +19,7 @@ from typing import Literal
 
 from cuda_agent_mcp.bench.models import RuleSet, SolutionKind
 from cuda_agent_mcp.errors import UsageError
-from cuda_agent_mcp.evaluator.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.tasks.model import TolerancePolicy
 from cuda_agent_mcp.tools import EvaluateRequest, ProfileRequest, VerifyRequest

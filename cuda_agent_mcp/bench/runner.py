@@ -43,8 +43,8 @@ from cuda_agent_mcp.bench.selection import select_tasks
 from cuda_agent_mcp.bench.solutions import digest, find_solutions, workspace_files
 from cuda_agent_mcp.bench.summary import build_summary, register_run
 from cuda_agent_mcp.build import BuildLimits, default_cache_dir
-from cuda_agent_mcp.errors import CudaAgentError, InfraError, UsageError
-from cuda_agent_mcp.executors.scheduler import GpuScheduler, GpuUnavailable
+from cuda_agent_mcp.errors import CudaAgentError, GpusDrained, InfraError, UsageError
+from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.results import EvalResult
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import EvaluateRequest, Session, compile_kernels, evaluate_kernels
@@ -252,7 +252,7 @@ class _Context:
         self.emit("")
         try:
             row = await self._score(task)
-        except GpuUnavailable:
+        except GpusDrained:
             raise  # every GPU is drained: nothing more can be measured
         except (CudaAgentError, OSError) as exc:  # ours or the machine's: never scored, run again next time
             row = simple_row(task, self._kind(), None, "infra_error", "infrastructure", str(exc))
@@ -401,7 +401,7 @@ class _Context:
         while True:
             try:
                 return await work()
-            except GpuUnavailable:
+            except GpusDrained:
                 raise
             except InfraError:
                 attempt += 1

@@ -3,7 +3,7 @@
     python -I -S .../cuda_agent_mcp/build/confine.py --read DIR ... --write STAGING -- nvcc -c ...
 
 Runs in the compiler's own process, before the compiler: it applies the Landlock primitive of
-`worker/landlock.py` with exactly the paths given (no /etc, /proc or /sys unless named), keeps only the
+`isolation/landlock.py` with exactly the paths given (no /etc, /proc or /sys unless named), keeps only the
 allowlisted environment variables, then execs the command, so the compiler and everything it starts
 (cudafe++, cicc, ptxas, cc1plus, as, ld) inherit the view; none of them can undo it. Where Landlock
 cannot be applied it exits with EXIT_UNCONFINED and one `confine:` line, never running the command.
@@ -25,7 +25,7 @@ EXIT_NOT_FOUND = 127
 # CPLUS_INCLUDE_PATH, LIBRARY_PATH, NVCC_PREPEND_FLAGS, NVCC_APPEND_FLAGS, NVCC_CCBIN, GCC_EXEC_PREFIX,
 # COMPILER_PATH, LD_PRELOAD, LD_LIBRARY_PATH, ... can reach it.
 ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR")
-PRIMITIVE = Path(__file__).resolve().parent.parent / "worker" / "landlock.py"
+PRIMITIVE = Path(__file__).resolve().parent.parent / "isolation" / "landlock.py"
 
 
 def parse(arguments: list[str]) -> tuple[list[Path], list[Path], list[str]]:
@@ -46,7 +46,7 @@ def parse(arguments: list[str]) -> tuple[list[Path], list[Path], list[str]]:
 
 
 def _primitive() -> types.ModuleType:
-    """worker/landlock.py, executed from its file (importlib.util alone would add ~10 ms per compile)."""
+    """isolation/landlock.py, executed from its file (importlib.util alone would add ~10 ms per compile)."""
     module = types.ModuleType("_cuda_agent_landlock")
     module.__file__ = str(PRIMITIVE)
     exec(compile(PRIMITIVE.read_bytes(), str(PRIMITIVE), "exec"), module.__dict__)

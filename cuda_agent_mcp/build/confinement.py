@@ -20,12 +20,13 @@ from pathlib import Path
 from cuda_agent_mcp.build.toolchain import Toolchain
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.executors import DockerExecutor, Executor, SandboxedExecutor
-from cuda_agent_mcp.executors.sandboxed import landlock_abi, view_backend
+from cuda_agent_mcp.executors.sandboxed import view_backend
+from cuda_agent_mcp.isolation import landlock as landlock_primitive
 from cuda_agent_mcp.results import BuildConfinement
 
 REDUCED_ISOLATION_ENV = "CUDA_AGENT_ALLOW_REDUCED_ISOLATION"
 CONFINE_SCRIPT = Path(__file__).resolve().with_name("confine.py")
-LANDLOCK_PRIMITIVE = Path(__file__).resolve().parent.parent / "worker" / "landlock.py"
+LANDLOCK_PRIMITIVE = Path(__file__).resolve().parent.parent / "isolation" / "landlock.py"
 TEMP_DIR = ".tmp"  # nvcc's and gcc's temporary files, inside the staging directory
 
 # The host compiler's part of the machine: its programs, headers and libraries, and the dynamic loader's
@@ -107,7 +108,7 @@ def plan_view(
 ) -> BuildView:
     """The strongest view this machine offers for builds through `executor`. The keyword arguments
     override the probes (for tests of the fallbacks); ExecutorUnavailable when there is none."""
-    abi = landlock_abi() if landlock is None else landlock
+    abi = landlock_primitive.abi_version() if landlock is None else landlock
     outer: tuple[BuildConfinement, ...] = ()
     if isinstance(executor, DockerExecutor):
         outer = ("container",)

@@ -26,7 +26,7 @@ from cuda_agent_mcp.agent.failures import FailureKind
 from cuda_agent_mcp.agent.loop import task_prompt
 from cuda_agent_mcp.agent.policy import PolicyPreset, load_policy
 from cuda_agent_mcp.errors import UsageError
-from cuda_agent_mcp.evaluator.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import Session
 

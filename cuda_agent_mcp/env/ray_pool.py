@@ -13,7 +13,7 @@ import anyio
 
 from cuda_agent_mcp.agent.actions import EnvironmentSettings
 from cuda_agent_mcp.env.scoring import Score, Solution, score_batch
-from cuda_agent_mcp.evaluator.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.reward import RewardSchedule
 
 ACTOR_PREFIX = "cuda-agent-evaluator-"
 

@@ -22,7 +22,7 @@ from cuda_agent_mcp.agent.failures import FailureKind, InfraFailure, verdict_fai
 from cuda_agent_mcp.agent.search import gpu_scheduler
 from cuda_agent_mcp.agent.snapshot import restore
 from cuda_agent_mcp.errors import CudaAgentError
-from cuda_agent_mcp.evaluator.reward import FAIL, RewardSchedule
+from cuda_agent_mcp.evaluation.reward import FAIL, RewardSchedule
 from cuda_agent_mcp.results import EvalResult
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import Session, evaluate_kernels

@@ -1,20 +1,21 @@
-"""Executors: where untrusted steps run. The tool layer only sees the `Executor` protocol."""
+"""Executors: where untrusted steps run, built from the primitives of `isolation/`. The tool layer only
+sees the `Executor` protocol (`DockerSettings` and `WorkspaceQuota` are arguments of two of them)."""
 
 import os
 
 from cuda_agent_mcp.errors import IsolationUnavailable, UsageError
 from cuda_agent_mcp.executors.base import Executor, ProcessLimits, ProcessResult
-from cuda_agent_mcp.executors.docker import DockerExecutor, DockerSettings
+from cuda_agent_mcp.executors.docker import DockerExecutor
 from cuda_agent_mcp.executors.local import LocalExecutor
 from cuda_agent_mcp.executors.sandboxed import (
     REDUCED_ISOLATION_ENV,
     SandboxedExecutor,
     SandboxPolicy,
-    WorkspaceQuota,
-    available_isolation,
     isolation_report,
     reduced_isolation_allowed,
 )
+from cuda_agent_mcp.isolation.containers import DockerSettings
+from cuda_agent_mcp.isolation.quota import WorkspaceQuota
 
 EXECUTOR_ENV = "CUDA_AGENT_EXECUTOR"
 
@@ -55,7 +56,6 @@ __all__ = [
     "SandboxPolicy",
     "SandboxedExecutor",
     "WorkspaceQuota",
-    "available_isolation",
     "default_executor",
     "isolating_executor",
     "isolation_report",

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cuda_agent_mcp.wire import JUDGE_MODULE
+
 _PROBE = (
     "import torch\n"
     "x = torch.arange(1024, device='cuda', dtype=torch.float32)\n"
@@ -58,7 +60,7 @@ def _our_processes_on(gpu: int) -> list[int]:
 
 def _is_judge_server(pid: int) -> bool:
     try:
-        return b"cuda_agent_mcp.evaluator" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return JUDGE_MODULE.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 

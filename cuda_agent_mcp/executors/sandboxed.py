@@ -1,15 +1,15 @@
 """The isolating process executor: every command in fresh namespaces, a filesystem view, another uid, limits.
 
-    namespaces (default):  python -I -S executors/view.py SPEC        (see view.py)
+    namespaces (default):  python -I -S isolation/view_main.py SPEC   (see isolation/view.py)
     bubblewrap:            [setpriv --reuid U] bwrap --unshare-net --unshare-pid <view> -- prlimit ... -- CMD
-    landlock:              python -I -S executors/view.py SPEC        (no namespaces: Landlock and rlimits)
+    landlock:              python -I -S isolation/view_main.py SPEC   (no namespaces: Landlock and rlimits)
 
 The first that works here is used (probed once; `$CUDA_AGENT_SANDBOX_VIEW` forces one, `none` forces the
 refusal, for tests). What any of them gives:
 - a filesystem view: the system directories and the paths the caller declares read-only, the working
   directory read-write, a private /tmp; not the server's files, tokens, journal, build cache or home,
   not other workspaces;
-- a uid of its own when this process is root (`executors/uids.py`): never root, never the server;
+- a uid of its own when this process is root (`isolation/uids.py`): never root, never the server;
 - no network, and a PID namespace: when the command ends everything it started dies with it;
 - limits: a pids cgroup (a fork bomb stops at `max_processes`), CPU seconds, file size, open files;
 - with a `quota` (the run tool's workspace): writes past the session's remaining bytes or files fail with
@@ -25,7 +25,6 @@ fix) unless reduced isolation was asked for (`$CUDA_AGENT_ALLOW_REDUCED_ISOLATIO
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import marshal
 import math
 import os
@@ -45,20 +44,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.errors import IsolationUnavailable
 from cuda_agent_mcp.executors.base import ProcessLimits, ProcessResult
-from cuda_agent_mcp.executors.cgroup import PidsCgroup
 from cuda_agent_mcp.executors.local import LocalExecutor
-from cuda_agent_mcp.executors.uids import allocate_session_uid, release_session_uid
+from cuda_agent_mcp.isolation import landlock
+from cuda_agent_mcp.isolation.bubblewrap import ETC_ENTRIES, SYSTEM_DIRS, filesystem_view
+from cuda_agent_mcp.isolation.cgroup import PidsCgroup
+from cuda_agent_mcp.isolation.namespaces import NAMESPACE_OPTIONS, available_isolation
+from cuda_agent_mcp.isolation.quota import QuotaOutcome, WorkspaceQuota
+from cuda_agent_mcp.isolation.uids import allocate_session_uid, lend_tree, release_session_uid
 
 REDUCED_ISOLATION_ENV = "CUDA_AGENT_ALLOW_REDUCED_ISOLATION"
 VIEW_ENV = "CUDA_AGENT_SANDBOX_VIEW"
 ViewBackend = Literal["namespaces", "bwrap", "landlock"]
-_VIEW_SCRIPT = Path(__file__).with_name("view_main.py")
+_VIEW_SCRIPT = Path(__file__).resolve().parent.parent / "isolation" / "view_main.py"
 _MERGE_GRACE_S = 30.0  # after the command's deadline: killing what is left and merging its writes
-
-_NAMESPACE_OPTIONS = {
-    "network": ["--net"],
-    "pid": ["--pid", "--fork", "--kill-child", "--mount-proc"],
-}
 
 
 class SandboxPolicy(BaseModel):
@@ -78,60 +76,8 @@ class SandboxPolicy(BaseModel):
     )
 
 
-class WorkspaceQuota(BaseModel):
-    """What a command may still add to its working directory, enforced while it runs."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    bytes: int = Field(ge=0, description="bytes it may still write")
-    files: int = Field(ge=0, description="files and directories it may still create")
-    present: int = Field(default=0, ge=0, description="files and directories there are (it may delete them)")
-
-
-class QuotaOutcome(BaseModel):
-    """What the view reported besides the command's own result."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    timed_out: bool = False
-    quota: Literal["bytes", "files"] | None = None
-    merge_error: str | None = None
-    forks_refused: int = Field(default=0, description="forks that failed at the process cap")
-
-
-# The system directories every view shows read-only (symlinks, as on merged-/usr systems, stay symlinks),
-# and the few files of /etc that the dynamic loader, compilers and Python read.
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "localtime")
-
-
 def reduced_isolation_allowed() -> bool:
     return os.environ.get(REDUCED_ISOLATION_ENV) == "1"
-
-
-@cache
-def available_isolation() -> tuple[str, ...]:
-    """The namespaces `unshare(1)` lets this process create (probed once); evaluation workers use it."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return ()
-    usable = []
-    for name, options in _NAMESPACE_OPTIONS.items():
-        try:
-            done = subprocess.run([unshare, *options, "--", "true"], capture_output=True, timeout=10)
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if done.returncode == 0:
-            usable.append(name)
-    return tuple(usable)
-
-
-@cache
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version (0: none), for the isolation report. The same probe as
-    `worker/landlock.abi_version`, which confines workers: the judge side may not import the worker."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    return max(int(libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))), 0)
 
 
 @cache
@@ -180,7 +126,7 @@ def _probe(backend: ViewBackend) -> str:
     if backend == "landlock":
         if os.geteuid() == 0:
             return "Landlock alone cannot run commands as another user"
-        if landlock_abi() < 1:
+        if landlock.abi_version() < 1:
             return "the kernel has no Landlock"
     executor = SandboxedExecutor.__new__(SandboxedExecutor)
     executor.policy = SandboxPolicy()
@@ -252,7 +198,7 @@ class SandboxedExecutor:
         if self.backend != "landlock":
             layers = ["network", "pid", *layers]
         layers.append("user" if self.uid is not None else "user:same-as-server")
-        if self.backend != "bwrap" and landlock_abi() > 0:
+        if self.backend != "bwrap" and landlock.abi_version() > 0:
             layers.append("landlock")
         layers.append("rlimits")
         return tuple(layers)
@@ -280,8 +226,8 @@ class SandboxedExecutor:
             "mode": self.backend,
             "argv": [str(a) for a in argv],
             "cwd": str(cwd),
-            "system": [p for p in _SYSTEM_DIRS if os.path.lexists(p)],
-            "etc": list(_ETC_ENTRIES),
+            "system": [p for p in SYSTEM_DIRS if os.path.lexists(p)],
+            "etc": list(ETC_ENTRIES),
             "readable": readable_paths,
             "protected": [str(p) for p in protected],
             "scratch": [],
@@ -326,7 +272,7 @@ class SandboxedExecutor:
         elif isolation := available_isolation():
             command += ["unshare"]
             for name in isolation:
-                command += _NAMESPACE_OPTIONS[name]
+                command += NAMESPACE_OPTIONS[name]
             command += ["--"]
         if shutil.which("prlimit"):
             command += ["prlimit", *(f"--{k}={v}" for k, v in self._rlimits(limits).items() if k != "nproc")]
@@ -443,45 +389,3 @@ def _both_names(path: Path) -> set[Path]:
     with contextlib.suppress(OSError):
         names.add(path.resolve())
     return names
-
-
-def lend_tree(root: Path, uid: int, protected: Sequence[Path] = (), gid: int | None = None) -> None:
-    """Give `root` and what is in it to `uid` (and `gid`, by default the same number), except the
-    protected files (they stay ours and read-only in the view). Links are changed, never followed;
-    entries already its are skipped."""
-    keep = {Path(p) for p in protected}
-    group = uid if gid is None else gid
-
-    def give(path: str, info: os.stat_result) -> None:
-        if (info.st_uid, info.st_gid) != (uid, group) and Path(path) not in keep:
-            with contextlib.suppress(FileNotFoundError):
-                os.chown(path, uid, group, follow_symlinks=False)
-
-    give(str(root), root.lstat())
-    for parent, dirs, files in os.walk(root):
-        for name in (*dirs, *files):
-            path = os.path.join(parent, name)
-            with contextlib.suppress(FileNotFoundError):
-                give(path, os.lstat(path))
-
-
-def filesystem_view(cwd: Path, readable: Sequence[Path]) -> list[str]:
-    """bubblewrap arguments for a root holding the system directories, `readable` (read-only) and `cwd`
-    (read-write) at their own paths, a private /tmp, /proc and /dev; nothing else."""
-    args: list[str] = []
-    for name in _SYSTEM_DIRS:
-        path = Path(name)
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), name]
-        elif path.is_dir():
-            args += ["--ro-bind", name, name]
-    for entry in _ETC_ENTRIES:
-        args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    # After the tmpfs, so paths under /tmp (a virtual environment, a test's workspace) show through it.
-    system = [Path(name) for name in _SYSTEM_DIRS]
-    for path in readable:
-        if not any(Path(path).is_relative_to(root) for root in system):  # those are visible already
-            args += ["--ro-bind-try", str(path), str(path)]
-    args += ["--bind", str(cwd), str(cwd), "--chdir", str(cwd)]
-    return args

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from cuda_agent_mcp.errors import InfraError
+from cuda_agent_mcp.errors import GpusDrained
 
 
 class QueueStatus(BaseModel):
@@ -27,12 +27,6 @@ class QueueStatus(BaseModel):
 
     position: int
     waiting: int
-
-
-class GpuUnavailable(InfraError):
-    """Every GPU of the scheduler is drained: nothing can run until an operator looks at them."""
-
-    retryable = False
 
 
 class GpuLease(BaseModel):
@@ -116,7 +110,7 @@ class GpuScheduler:
 
     def drain(self, gpu: int, reason: str) -> None:
         """Take `gpu` out of service (work already on it finishes); requests wait for the others, and
-        fail with GpuUnavailable once every GPU is drained."""
+        fail with GpusDrained once every GPU is drained."""
         self._gpus[gpu].drained = reason
         if self._all_drained():
             for request in self._waiting:
@@ -129,7 +123,7 @@ class GpuScheduler:
     def _refuse_if_all_drained(self) -> None:
         if self._all_drained():
             reasons = "; ".join(f"GPU {i}: {g.drained}" for i, g in self._gpus.items())
-            raise GpuUnavailable(f"every GPU is drained ({reasons})")
+            raise GpusDrained(f"every GPU is drained ({reasons})")
 
     def describe(self) -> str:
         """One line for a live view: each GPU's state and how many requests wait."""

@@ -24,7 +24,7 @@ from anyio.from_thread import BlockingPortal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import BuildProgress
-from cuda_agent_mcp.errors import CudaAgentError, UsageError
+from cuda_agent_mcp.errors import CudaAgentError, UnknownJob, UsageError
 from cuda_agent_mcp.results import BuildResult, EvalResult, ProfileResult, VerifyResult
 
 R = TypeVar("R", bound=BaseModel)
@@ -66,10 +66,6 @@ class JobState(BaseModel):
     error_kind: Literal["tool", "internal"] | None = Field(
         default=None, description="tool: the tool refused or failed as it says; internal: a crash of ours"
     )
-
-
-class UnknownJob(UsageError):
-    """No such job for this client."""
 
 
 @dataclass

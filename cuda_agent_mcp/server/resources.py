@@ -1,7 +1,8 @@
 """The server's resources, prompts and completions.
 
-A resource that cannot be read answers with its reason (an unknown session is "not found", -32602;
-another failure of ours says what failed), never a bare "error creating resource". Completions offer
+A resource that cannot be read answers with its reason, never a bare "error creating resource": a
+`NotFound` (an unknown session or task) is the SDK's `ResourceNotFoundError` (JSON-RPC -32602, invalid
+params, as SEP-2164 asks), another error of ours its `ResourceError` (-32603) saying what failed. Completions offer
 this client's session ids and the catalog's task ids, by prefix.
 """
 
@@ -15,8 +16,8 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import Completion, CompletionArgument, PromptReference, ResourceTemplateReference
 
-from cuda_agent_mcp.errors import CudaAgentError, TaskNotFound
-from cuda_agent_mcp.server.sessions import SessionNotFound, SessionRegistry
+from cuda_agent_mcp.errors import CudaAgentError, NotFound
+from cuda_agent_mcp.server.sessions import SessionRegistry
 from cuda_agent_mcp.tools.gpu import gpu_specs
 from cuda_agent_mcp.workspace import harness_text
 
@@ -41,7 +42,7 @@ def with_reasons(read: Callable[P, T]) -> Callable[P, T]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return read(*args, **kwargs)
-        except (SessionNotFound, TaskNotFound) as exc:
+        except NotFound as exc:
             raise ResourceNotFoundError(str(exc)) from exc
         except CudaAgentError as exc:
             raise ResourceError(str(exc)) from exc

@@ -25,9 +25,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.errors import LimitExceeded, UsageError
-from cuda_agent_mcp.executors.quota import CallRate, SessionQuotas
+from cuda_agent_mcp.errors import LimitExceeded, SessionNotFound, UsageError
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
+from cuda_agent_mcp.isolation.quota import CallRate, SessionQuotas
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tasks.model import TaskSource
 from cuda_agent_mcp.tasks.single_file import task_from_source
@@ -43,14 +43,6 @@ _OWNER_FILE = "server.json"
 _HOW_TO_END = (
     "end one with end_session (list_sessions shows yours; idle sessions end by themselves after {idle})"
 )
-
-
-class SessionNotFound(UsageError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(
-            f"no session {session_id!r}: start one with start_session (list_sessions shows yours; "
-            "sessions end with end_session or after being idle)"
-        )
 
 
 class SessionInfo(BaseModel):

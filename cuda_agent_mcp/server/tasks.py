@@ -37,7 +37,8 @@ from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND, PaginatedRequestParams, 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
-from cuda_agent_mcp.server.jobs import JobBoard, JobState, UnknownJob
+from cuda_agent_mcp.errors import UnknownJob
+from cuda_agent_mcp.server.jobs import JobBoard, JobState
 
 IDENTIFIER = "io.modelcontextprotocol/tasks"
 LONG_TOOLS = frozenset({"compile", "verify", "profile", "evaluate"})

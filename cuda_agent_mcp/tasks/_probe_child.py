@@ -75,7 +75,7 @@ def probe(path: str) -> ProbeReport:
 
 def _hidden_sizes(module: ModuleType) -> list[HiddenSize]:
     """The judge's own plan (the same function, on the same module), so what is shown is what runs."""
-    from cuda_agent_mcp.evaluator.sizes import size_globals
+    from cuda_agent_mcp.judge.sizes import size_globals
 
     try:
         plan = size_globals(module)

@@ -32,7 +32,7 @@ class InputSpec(BaseModel):
 
 
 class HiddenSize(BaseModel):
-    """One size global the verify's hidden-size trial grows (evaluator/sizes.py), and to what."""
+    """One size global the verify's hidden-size trial grows (judge/sizes.py), and to what."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

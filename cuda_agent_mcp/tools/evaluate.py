@@ -19,13 +19,12 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import BuildProgress, ProgressCallback
-from cuda_agent_mcp.errors import InfraError
-from cuda_agent_mcp.evaluator.audit import audit_workspace
-from cuda_agent_mcp.evaluator.intervals import speedup_interval, straddles
-from cuda_agent_mcp.evaluator.job import DISTRIBUTIONS, EvalJob, JudgeReport, Timeouts, TimingPolicy
-from cuda_agent_mcp.evaluator.judge_service import JudgeUnavailable
-from cuda_agent_mcp.evaluator.reference_copies import reference_copies
-from cuda_agent_mcp.evaluator.reward import THRESHOLDS, RewardSchedule, reward
+from cuda_agent_mcp.errors import JudgeFailed
+from cuda_agent_mcp.evaluation.audit import audit_workspace
+from cuda_agent_mcp.evaluation.intervals import speedup_interval, straddles
+from cuda_agent_mcp.evaluation.job import DISTRIBUTIONS, EvalJob, JudgeReport, Timeouts, TimingPolicy
+from cuda_agent_mcp.evaluation.reference_copies import reference_copies
+from cuda_agent_mcp.evaluation.reward import THRESHOLDS, RewardSchedule, reward
 from cuda_agent_mcp.executors.health import probe_gpu
 from cuda_agent_mcp.executors.scheduler import QueueStatus
 from cuda_agent_mcp.results import (
@@ -51,12 +50,6 @@ from cuda_agent_mcp.workspace import CANDIDATE_FILE, EXTENSION_NAME, REFERENCE_F
 STRICT_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
 # Honest fp32 kernels land near 1e-6 relative error norm; fp16 or TF32 rounding gives about 3e-4.
 PRECISION_NORM_LIMIT = 1e-4
-
-
-class JudgeFailed(InfraError):
-    """The judge process itself failed (not the candidate); the result must not be scored."""
-
-    retryable = True
 
 
 class VerifyRequest(BaseModel):
@@ -468,9 +461,9 @@ async def run_judge(
             await anyio.to_thread.run_sync(session.check_worker_backend, env)
             try:
                 report, startup_s = await session.judges.run(job, env, timeout_s)
-            except JudgeUnavailable as exc:
+            except JudgeFailed:
                 await _check_gpu(session, gpu)
-                raise JudgeFailed(str(exc)) from None
+                raise
             if needs_health_check(report):
                 await _check_gpu(session, gpu)  # before the lease goes to the next job
         if report.infra_error:

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.errors import GpuUnavailable
-from cuda_agent_mcp.evaluator.timing import PEAK_BANDWIDTH_BYTES_PER_S
+from cuda_agent_mcp.evaluation.datasheets import PEAK_BANDWIDTH_BYTES_PER_S
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 
 

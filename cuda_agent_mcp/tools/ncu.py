@@ -21,15 +21,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cuda_agent_mcp.evaluator.kernels import kernel_key
+from cuda_agent_mcp.evaluation.kernel_names import kernel_key
 from cuda_agent_mcp.executors import ProcessLimits, isolating_executor
 from cuda_agent_mcp.executors.local import scrubbed_env
 from cuda_agent_mcp.results import NcuKernel, NcuReport
 from cuda_agent_mcp.tools.run import runtime_paths
 from cuda_agent_mcp.tools.session import Session
+from cuda_agent_mcp.wire import NCU_TARGET_MODULE, module_file
 from cuda_agent_mcp.workspace.layout import REFERENCE_FILE
 
-TARGET = Path(__file__).resolve().parent.parent / "worker" / "ncu_target.py"
+TARGET = module_file(NCU_TARGET_MODULE)
 MAX_KERNELS = 50
 
 # ncu metric -> NcuKernel field

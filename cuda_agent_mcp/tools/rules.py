@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.evaluator.job import DISTRIBUTIONS
+from cuda_agent_mcp.evaluation.job import DISTRIBUTIONS
 from cuda_agent_mcp.tasks import HiddenSize, ProbeReport, Task
 from cuda_agent_mcp.tools.evaluate import PRECISION_NORM_LIMIT, STRICT_TOLERANCE, VerifyRequest
 

@@ -26,8 +26,8 @@ from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.executors import ProcessLimits, SandboxedExecutor
 from cuda_agent_mcp.executors.base import ProcessResult
 from cuda_agent_mcp.executors.local import scrubbed_env
-from cuda_agent_mcp.executors.quota import SessionQuotas, remaining
-from cuda_agent_mcp.executors.sandboxed import QuotaOutcome, lend_tree
+from cuda_agent_mcp.isolation.quota import QuotaOutcome, SessionQuotas, remaining
+from cuda_agent_mcp.isolation.uids import lend_tree
 from cuda_agent_mcp.tools.session import Session
 from cuda_agent_mcp.workspace import PROTECTED_FILES
 

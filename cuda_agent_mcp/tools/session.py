@@ -20,8 +20,8 @@ from cuda_agent_mcp.build import (
     discover_toolchain,
 )
 from cuda_agent_mcp.errors import ExecutorUnavailable
-from cuda_agent_mcp.evaluator.container_worker import gpu_worker_problem, judge_gpu
-from cuda_agent_mcp.evaluator.judge_service import WORKERS_ENV, JudgePool, WorkerBackend, shared_judge_pool
+from cuda_agent_mcp.evaluation.job import WORKERS_ENV, WorkerBackend
+from cuda_agent_mcp.evaluation.judge_service import JudgePool, shared_judge_pool
 from cuda_agent_mcp.executors import (
     DockerExecutor,
     Executor,
@@ -29,10 +29,11 @@ from cuda_agent_mcp.executors import (
     default_executor,
     isolating_executor,
 )
-from cuda_agent_mcp.executors.docker import IMAGE_ENV
 from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
-from cuda_agent_mcp.executors.quota import SessionQuotas
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
+from cuda_agent_mcp.isolation.containers import IMAGE_ENV
+from cuda_agent_mcp.isolation.quota import SessionQuotas
+from cuda_agent_mcp.isolation.worker_containers import gpu_worker_problem, judge_gpu
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.tools.journal import Journal, open_journal
 from cuda_agent_mcp.workspace import Workspace

@@ -1,4 +1,4 @@
-"""The `audit` tool: the static audit of a workspace's sources (evaluator/audit.py), alone, with no
+"""The `audit` tool: the static audit of a workspace's sources (evaluation/audit.py), alone, with no
 build and no GPU. Verify runs the same audit first, and the runtime op audit after it; this is the
 quick check an author (or a policy) can run while writing."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.evaluator.audit import audit_workspace
+from cuda_agent_mcp.evaluation.audit import audit_workspace
 from cuda_agent_mcp.results import AuditFinding
 from cuda_agent_mcp.tools.session import Session
 

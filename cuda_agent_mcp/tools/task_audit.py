@@ -18,7 +18,7 @@ from typing import Literal, assert_never
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.errors import GpuUnavailable, InfraError
-from cuda_agent_mcp.evaluator.job import Timeouts
+from cuda_agent_mcp.evaluation.job import Timeouts
 from cuda_agent_mcp.results import (
     CompileFailed,
     ContractViolation,

@@ -20,8 +20,9 @@ import threading
 import traceback
 from typing import Literal
 
-from cuda_agent_mcp.evaluator.lifetime import die_with_parent
-from cuda_agent_mcp.evaluator.protocol import (
+from cuda_agent_mcp.wire.lifetime import die_with_parent
+from cuda_agent_mcp.wire.paused_gc import paused_garbage_collection
+from cuda_agent_mcp.wire.protocol import (
     Failure,
     ForkSetup,
     LoadRequest,
@@ -36,7 +37,6 @@ from cuda_agent_mcp.evaluator.protocol import (
     read_frame_body,
     write_frame,
 )
-from cuda_agent_mcp.evaluator.timing import paused_garbage_collection
 from cuda_agent_mcp.worker.runner import Runner, is_cuda_error, warm_up
 
 EXIT_CUDA_ERROR = 3
@@ -108,7 +108,7 @@ def main() -> None:
 
 
 def run_connected(socket_path: str) -> None:
-    """Entry of a worker in a container (evaluator/container_worker.py). It connects once it is warm
+    """Entry of a worker in a container (judge/container_worker.py). It connects once it is warm
     (torch imported, no CUDA context, no candidate), so the judge's accept means "ready"; the connection
     carries both directions of the protocol. The container is its confinement: own PID namespace, no
     network, read-only root, the judge's paths bound only where it needs them."""

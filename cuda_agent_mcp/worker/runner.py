@@ -20,7 +20,8 @@ from typing import Any, Literal
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from cuda_agent_mcp.evaluator.protocol import (
+from cuda_agent_mcp.isolation.landlock import confine, python_paths
+from cuda_agent_mcp.wire.protocol import (
     BatchResult,
     Failure,
     KernelTrace,
@@ -31,9 +32,8 @@ from cuda_agent_mcp.evaluator.protocol import (
     SetOutputs,
     TracedKernel,
 )
-from cuda_agent_mcp.evaluator.refs import CudaIpcPayload, TensorRef, release_shm
-from cuda_agent_mcp.evaluator.transport import ALLOWED_DTYPES, open_ref, share
-from cuda_agent_mcp.worker.landlock import confine, python_paths
+from cuda_agent_mcp.wire.refs import CudaIpcPayload, TensorRef, release_shm
+from cuda_agent_mcp.wire.transport import ALLOWED_DTYPES, open_ref, share
 
 MAX_INPUT_BYTES = 1 << 40
 

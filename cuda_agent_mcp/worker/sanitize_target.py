@@ -1,5 +1,5 @@
 """The candidate under compute-sanitizer: `compute-sanitizer --tool T python -m
-cuda_agent_mcp.worker.sanitize_target`, started ahead by the judge (evaluator/sanitize.py).
+cuda_agent_mcp.worker.sanitize_target`, started ahead by the judge (judge/sanitize.py).
 
 Untrusted side. It pays the interpreter start, the torch import and the CUDA context while it waits, then
 reads one request line on stdin: the candidate's directory and a file of plain tensors the judge wrote
@@ -21,8 +21,8 @@ from pathlib import Path
 def main() -> None:
     import torch
 
+    from cuda_agent_mcp.isolation.landlock import confine, python_paths
     from cuda_agent_mcp.worker.__main__ import limit_resources
-    from cuda_agent_mcp.worker.landlock import confine, python_paths
 
     limit_resources()
     torch.cuda.init()

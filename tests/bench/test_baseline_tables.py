@@ -19,7 +19,7 @@ from cuda_agent_mcp.bench.baselines import (
     table_path,
 )
 from cuda_agent_mcp.bench.published import compare_with_published
-from cuda_agent_mcp.evaluator.job import baseline_cache_key
+from cuda_agent_mcp.evaluation.job import baseline_cache_key
 from cuda_agent_mcp.results import Crashed, Passed
 from cuda_agent_mcp.tasks import load_kernelbench
 from tests.bench.conftest import REFERENCE, stats

@@ -19,7 +19,7 @@ from cuda_agent_mcp.bench.kernelbench_import import (
 )
 from cuda_agent_mcp.bench.rules import task_under
 from cuda_agent_mcp.bench.runner import KERNELBENCH_BUILD_LIMITS
-from cuda_agent_mcp.evaluator.audit import audit_workspace
+from cuda_agent_mcp.evaluation.audit import audit_workspace
 from cuda_agent_mcp.executors import LocalExecutor
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import Session, compile_kernels

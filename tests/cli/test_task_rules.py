@@ -32,7 +32,7 @@ def test_tasks_show_states_the_precision_rule_and_the_hidden_size_plan() -> None
 
 
 def test_the_plan_shown_is_the_one_the_judge_computes(kernelbench: Path) -> None:
-    from cuda_agent_mcp.evaluator.sizes import size_globals
+    from cuda_agent_mcp.judge.sizes import size_globals
 
     for task_id, path in [
         ("kernelbench/level1/19", next((kernelbench / "level1").glob("19_*.py"))),

@@ -230,7 +230,7 @@ def test_a_build_runs_inside_the_sandboxed_executor(tmp_path: Path, shared_build
 def test_a_gemm_task_links_cublas_and_a_task_without_matrix_products_may_not(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
-    from cuda_agent_mcp.evaluator.audit import audit_workspace
+    from cuda_agent_mcp.evaluation.audit import audit_workspace
 
     fixture = EXAMPLES.parent / "tests" / "fixtures" / "honest" / "matmul_cublas"
     root = tmp_path / "gemm"

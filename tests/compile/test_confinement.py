@@ -25,7 +25,7 @@ from cuda_agent_mcp.build.inputs import directive_problem, name_problem, scan_di
 from cuda_agent_mcp.build.redact import OUTSIDE, PathScope, redact_output
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.executors import DockerExecutor, LocalExecutor, SandboxedExecutor
-from cuda_agent_mcp.executors.sandboxed import landlock_abi
+from cuda_agent_mcp.isolation.landlock import abi_version as landlock_abi
 from tests.conftest import EXAMPLES, REPO
 
 needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="this kernel offers no Landlock")

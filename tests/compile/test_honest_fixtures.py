@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cuda_agent_mcp.evaluator.audit import audit_workspace
+from cuda_agent_mcp.evaluation.audit import audit_workspace
 from cuda_agent_mcp.results import BuildResult
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import Session, compile_kernels

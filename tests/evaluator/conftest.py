@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent_mcp.evaluator.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
-from cuda_agent_mcp.evaluator.run import run_job
-from cuda_agent_mcp.evaluator.worker_client import WorkerPool
+from cuda_agent_mcp.evaluation.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
+from cuda_agent_mcp.judge.run import run_job
+from cuda_agent_mcp.judge.worker_client import WorkerPool
 
 REFERENCE = """
 import torch

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent_mcp.evaluator import judge as judge_module
-from cuda_agent_mcp.evaluator.job import Timeouts
-from cuda_agent_mcp.executors.cgroup import pids_cgroup_root
-from cuda_agent_mcp.executors.sandboxed import landlock_abi
+from cuda_agent_mcp.evaluation.job import Timeouts
+from cuda_agent_mcp.isolation.cgroup import pids_cgroup_root
+from cuda_agent_mcp.isolation.landlock import abi_version as landlock_abi
+from cuda_agent_mcp.judge import judge as judge_module
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut
 from cuda_agent_mcp.worker.__main__ import MAX_FILE_BYTES
 from tests.evaluator.conftest import HONEST, SLEEPS_IN_INIT

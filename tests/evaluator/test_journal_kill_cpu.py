@@ -76,7 +76,7 @@ def test_kill_9_mid_verify_leaves_history_intact_and_the_job_interrupted(
     deadline = time.monotonic() + 120
     servers: list[int] = []
     while time.monotonic() < deadline and process.poll() is None:
-        servers = [pid for pid in children(process.pid) if b"cuda_agent_mcp.evaluator" in cmdline(pid)]
+        servers = [pid for pid in children(process.pid) if b"cuda_agent_mcp.judge" in cmdline(pid)]
         running = [r for r in Journal(journal_path).records() if r.status == "running"]
         if servers and running:
             break

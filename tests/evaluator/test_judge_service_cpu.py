@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cuda_agent_mcp.evaluator.judge_service import JudgePool
+from cuda_agent_mcp.evaluation.judge_service import JudgePool
 from cuda_agent_mcp.results import Passed, WrongOutput
 from cuda_agent_mcp.tools import Session, VerifyRequest, verify_kernels
 from cuda_agent_mcp.tools.evaluate import JudgeFailed
@@ -157,7 +157,7 @@ def test_cancelling_a_call_stops_its_judge_and_journals_the_cancellation(
     waited = anyio.run(cancel_after_the_job_starts)
     assert waited < 60  # the cancellation was not held up by the hung job
     assert not any(pool._idle.values()) or not any(s.alive for idle in pool._idle.values() for s in idle)
-    servers = [pid for pid in children(os.getpid()) if b"cuda_agent_mcp.evaluator" in cmdline(pid)]
+    servers = [pid for pid in children(os.getpid()) if b"cuda_agent_mcp.judge" in cmdline(pid)]
     assert not servers, "the cancelled job's judge is still running"
     (latest, *_) = session.journal.records(session_id=session.id)
     assert latest.status == "failed" and "Cancel" in (latest.error or "")

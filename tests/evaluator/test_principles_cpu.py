@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from cuda_agent_mcp.evaluator.job import TimingPolicy
+from cuda_agent_mcp.evaluation.job import TimingPolicy
 from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, Rejected, WrongOutput
 from tests.evaluator.conftest import HONEST, REFERENCE, judge
 
@@ -191,7 +191,7 @@ def test_a_later_evaluation_finds_nothing_an_earlier_worker_left(tmp_path) -> No
 def test_the_worker_cannot_signal_the_judge(run_judge) -> None:
     """Principle 2's last clause: the judge (here this test process) is outside the worker's Landlock
     domain, so even signal 0 to it is refused; the candidate reports what it got in its exception."""
-    from cuda_agent_mcp.worker.landlock import abi_version
+    from cuda_agent_mcp.isolation.landlock import abi_version
 
     if abi_version() < 6:
         pytest.skip("Landlock signal scoping needs ABI 6 (Linux 6.12)")

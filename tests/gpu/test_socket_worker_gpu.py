@@ -24,10 +24,10 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from cuda_agent_mcp.evaluator.job import JudgeReport, TimingPolicy
-from cuda_agent_mcp.evaluator.socket_worker import PrivateShm, SocketWorker, worker_argv
-from cuda_agent_mcp.executors.docker import SANDBOX_UID
+from cuda_agent_mcp.evaluation.job import JudgeReport, TimingPolicy
 from cuda_agent_mcp.executors.local import child_python_path
+from cuda_agent_mcp.isolation.containers import SANDBOX_UID
+from cuda_agent_mcp.judge.socket_worker import PrivateShm, SocketWorker, worker_argv
 from cuda_agent_mcp.results import BuildResult, Crashed, Passed
 from cuda_agent_mcp.tools import compile_kernels
 from cuda_agent_mcp.workspace.harness import EXTENSION_NAME

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent_mcp.evaluator.audit import audit_cpp, audit_model_new, audit_workspace
+from cuda_agent_mcp.evaluation.audit import audit_cpp, audit_model_new, audit_workspace
 from cuda_agent_mcp.results import Rejected
 from cuda_agent_mcp.tasks import load_task_file
 from tests.conftest import EXAMPLES, REPO

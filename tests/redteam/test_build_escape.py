@@ -28,7 +28,7 @@ from tests.sandbox.conftest import docker_executor, sandboxed_executor
 pytestmark = pytest.mark.nvcc
 
 HONEST = RELU_KERNEL + launcher(HONEST_LAUNCH)  # relu_session puts the includes first
-JUDGE_SOURCE = Path(__file__).resolve().parents[2] / "cuda_agent_mcp" / "evaluator" / "judge.py"
+JUDGE_SOURCE = Path(__file__).resolve().parents[2] / "cuda_agent_mcp" / "judge" / "judge.py"
 
 
 class Secret:

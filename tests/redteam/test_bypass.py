@@ -83,7 +83,7 @@ AUDIT_DODGER = forward(
 @pytest.mark.parametrize("case", [*sorted(RUNTIME_CASES), "audit_dodger"])
 def test_the_runtime_cases_are_invisible_to_the_static_audit(case: str) -> None:
     """Otherwise the GPU tests above would test the static audit again, not the runtime layers."""
-    from cuda_agent_mcp.evaluator.audit import audit_model_new
+    from cuda_agent_mcp.evaluation.audit import audit_model_new
 
     source = AUDIT_DODGER if case == "audit_dodger" else RUNTIME_CASES[case]
     assert audit_model_new(source, "model_new.py") == []

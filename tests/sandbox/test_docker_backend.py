@@ -5,8 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from cuda_agent_mcp.executors import DockerSettings
-from cuda_agent_mcp.executors.docker import container_options
+from cuda_agent_mcp.isolation.containers import DockerSettings, container_options
 from cuda_agent_mcp.tools.run import RunRequest, run_command
 from tests.compile.test_build import actions, build, new_session
 from tests.sandbox.conftest import docker_executor

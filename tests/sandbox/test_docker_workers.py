@@ -16,18 +16,18 @@ import anyio
 import pytest
 
 from cuda_agent_mcp.errors import ExecutorUnavailable
-from cuda_agent_mcp.evaluator import judge as judge_module
-from cuda_agent_mcp.evaluator.container_worker import (
+from cuda_agent_mcp.evaluation.job import JudgeReport, Timeouts
+from cuda_agent_mcp.evaluation.judge_service import JudgePool
+from cuda_agent_mcp.isolation.containers import remove_container
+from cuda_agent_mcp.isolation.worker_containers import (
     WORKER_LABEL,
-    ContainerWorkerPool,
     JudgeIdentity,
     gpu_worker_problem,
     judge_label,
     remove_orphans,
 )
-from cuda_agent_mcp.evaluator.job import JudgeReport, Timeouts
-from cuda_agent_mcp.evaluator.judge_service import JudgePool
-from cuda_agent_mcp.executors.docker import remove_container
+from cuda_agent_mcp.judge import judge as judge_module
+from cuda_agent_mcp.judge.container_worker import ContainerWorkerPool
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut
 from cuda_agent_mcp.tools import VerifyRequest, verify_kernels
 from cuda_agent_mcp.tools.evaluate import JudgeFailed

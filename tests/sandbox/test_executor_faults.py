@@ -15,7 +15,7 @@ import pytest
 import cuda_agent_mcp
 from cuda_agent_mcp.executors import ProcessLimits
 from cuda_agent_mcp.executors.base import ProcessResult
-from cuda_agent_mcp.executors.cgroup import pids_cgroup_root
+from cuda_agent_mcp.isolation.cgroup import pids_cgroup_root
 
 
 def run(executor: object, script: str, cwd: Path, timeout_s: float = 20, **limits: int) -> ProcessResult:
@@ -56,7 +56,7 @@ def test_writing_outside_the_workspace_fails(executor: object, workdir: Path, tm
 def test_the_evaluators_sources_and_other_workspaces_cannot_be_read(
     executor: object, workdir: Path, tmp_path: Path
 ) -> None:
-    judge_source = Path(cuda_agent_mcp.__file__).parent / "evaluator" / "judge.py"
+    judge_source = Path(cuda_agent_mcp.__file__).parent / "judge" / "judge.py"
     other = tmp_path / "other-session"
     other.mkdir()
     (other / "model_new.py").write_text("SECRET = 'another agent's kernel'\n")

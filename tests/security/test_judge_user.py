@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cuda_agent_mcp.evaluator.judge_service import JudgePool
-from cuda_agent_mcp.executors.uids import WORKER_UID
+from cuda_agent_mcp.evaluation.judge_service import JudgePool
+from cuda_agent_mcp.isolation.uids import WORKER_UID
 from cuda_agent_mcp.tools import Session, VerifyRequest, verify_kernels
 from tests.conftest import EXAMPLES
 

@@ -9,8 +9,7 @@ from pathlib import Path
 import anyio
 
 from cuda_agent_mcp.executors import ProcessLimits, SandboxedExecutor, SandboxPolicy
-from cuda_agent_mcp.executors.quota import SessionQuotas
-from cuda_agent_mcp.executors.sandboxed import QuotaOutcome
+from cuda_agent_mcp.isolation.quota import QuotaOutcome, SessionQuotas
 from cuda_agent_mcp.tools.run import limit_reached
 from tests.security.conftest import Server, require_view, run, start, text
 
@@ -68,7 +67,7 @@ def test_too_many_files_and_a_fork_bomb_are_stopped_with_their_names(server: Ser
 
     files, bomb, alive = anyio.run(work)
     assert files.is_error and "4096 files and directories" in text(files), text(files)
-    from cuda_agent_mcp.executors.cgroup import pids_cgroup_root
+    from cuda_agent_mcp.isolation.cgroup import pids_cgroup_root
 
     if pids_cgroup_root() is not None:  # elsewhere RLIMIT_NPROC stops it, without a count to report
         assert bomb.is_error and "256 processes" in text(bomb), text(bomb)

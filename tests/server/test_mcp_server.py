@@ -12,6 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from cuda_agent_mcp.server.app import build_server
 from cuda_agent_mcp.server.sessions import SessionRegistry
@@ -258,3 +260,19 @@ def test_resources_and_the_prompt(server) -> None:
     assert "gpus" in json.loads(gpus.contents[0].text)
     assert json.loads(history.contents[0].text)["history"] == []
     assert session in prompt.messages[0].content.text
+
+
+def test_a_missing_sessions_resource_is_the_sdks_not_found_error_with_its_reason(server) -> None:
+    """Not a bare "error creating resource": the SDK's not-found code (-32602, SEP-2164), the reason, the URI."""
+
+    async def read(uri: str) -> MCPError:
+        async with Client(server) as client:
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(uri)
+        return caught.value
+
+    for uri in ("session://nope/reference", "session://nope/history"):
+        error = run(lambda uri=uri: read(uri))
+        assert error.code == INVALID_PARAMS
+        assert "no session 'nope'" in error.message and "start_session" in error.message
+        assert error.data == {"uri": uri}

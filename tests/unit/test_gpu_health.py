@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_agent_mcp.evaluator.job import JudgeReport
+from cuda_agent_mcp.evaluation.job import JudgeReport
 from cuda_agent_mcp.executors.health import probe_gpu
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut, WrongOutput
 from cuda_agent_mcp.tools.evaluate import needs_health_check

@@ -1,4 +1,4 @@
-"""Which of a task's globals the hidden-size trial changes, and to what (evaluator/sizes.py)."""
+"""Which of a task's globals the hidden-size trial changes, and to what (judge/sizes.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from cuda_agent_mcp.evaluator.sizes import resized, size_globals
+from cuda_agent_mcp.judge.sizes import resized, size_globals
 
 
 def _module(tmp_path: Path, source: str) -> ModuleType:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_agent_mcp.evaluator.kernels import MIN_WORKSPACE_SHARE, breakdown, foreign_work, kernel_key
-from cuda_agent_mcp.evaluator.protocol import TracedKernel
+from cuda_agent_mcp.evaluation.kernel_names import kernel_key
+from cuda_agent_mcp.judge.kernels import MIN_WORKSPACE_SHARE, breakdown, foreign_work
+from cuda_agent_mcp.wire.protocol import TracedKernel
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cuda_agent_mcp.evaluator.reference_copies import reference_copies
+from cuda_agent_mcp.evaluation.reference_copies import reference_copies
 
 REFERENCE = '''import torch
 import torch.nn as nn

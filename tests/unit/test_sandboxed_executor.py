@@ -17,9 +17,9 @@ from cuda_agent_mcp.executors import (
     ProcessLimits,
     SandboxedExecutor,
     SandboxPolicy,
-    available_isolation,
 )
 from cuda_agent_mcp.executors.base import ProcessResult
+from cuda_agent_mcp.isolation.namespaces import available_isolation
 
 DAEMON = """
 import os, sys, time

@@ -148,7 +148,7 @@ def test_a_drained_gpu_takes_no_new_work_and_waiting_jobs_go_to_the_others() -> 
 
 
 def test_when_every_gpu_is_drained_waiting_and_new_requests_fail_with_the_reasons() -> None:
-    from cuda_agent_mcp.executors.scheduler import GpuUnavailable
+    from cuda_agent_mcp.errors import GpusDrained
 
     scheduler = GpuScheduler([0])
     outcomes: list[str] = []
@@ -157,7 +157,7 @@ def test_when_every_gpu_is_drained_waiting_and_new_requests_fail_with_the_reason
         try:
             async with scheduler.lease("b", exclusive=True):
                 outcomes.append("granted")
-        except GpuUnavailable as exc:
+        except GpusDrained as exc:
             outcomes.append(str(exc))
 
     async def main() -> None:
@@ -165,7 +165,7 @@ def test_when_every_gpu_is_drained_waiting_and_new_requests_fail_with_the_reason
             group.start_soon(waiter)
             await anyio.sleep(0.01)
             scheduler.drain(lease.gpu, "illegal address on the probe")
-        with pytest.raises(GpuUnavailable, match="GPU 0: illegal address"):
+        with pytest.raises(GpusDrained, match="GPU 0: illegal address"):
             async with scheduler.lease("c", exclusive=False):
                 pass
 

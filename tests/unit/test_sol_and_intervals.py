@@ -8,9 +8,9 @@ import types
 import pytest
 import torch
 
-from cuda_agent_mcp.evaluator.intervals import speedup_interval, straddles
-from cuda_agent_mcp.evaluator.reward import reward
-from cuda_agent_mcp.evaluator.sol import Work, reference_work, speed_of_light
+from cuda_agent_mcp.evaluation.intervals import speedup_interval, straddles
+from cuda_agent_mcp.evaluation.reward import reward
+from cuda_agent_mcp.judge.sol import Work, reference_work, speed_of_light
 from cuda_agent_mcp.results import SpeedupInterval, TimingStats
 
 PEAKS = {

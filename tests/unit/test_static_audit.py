@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent_mcp.evaluator.audit import audit_cpp, audit_model_new, audit_workspace
+from cuda_agent_mcp.evaluation.audit import audit_cpp, audit_model_new, audit_workspace
 from cuda_agent_mcp.tasks.vendor import paper_vendor_libraries
 from tests.conftest import EXAMPLES
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from cuda_agent_mcp.evaluator.reward import FAIL, milestones, reward
-from cuda_agent_mcp.evaluator.timing import (
+from cuda_agent_mcp.evaluation.reward import FAIL, milestones, reward
+from cuda_agent_mcp.judge.timing import (
     HarnessCost,
     clock_problem,
     median_rse,
@@ -79,7 +79,7 @@ def test_milestones_follow_the_papers_five_percent_time_reduction() -> None:
 
 
 def test_a_profile_is_measured_again_when_noisy_or_when_its_clocks_disagreed() -> None:
-    from cuda_agent_mcp.evaluator.job import JudgeReport
+    from cuda_agent_mcp.evaluation.job import JudgeReport
     from cuda_agent_mcp.results import Passed, Rejected, TimingStats
     from cuda_agent_mcp.tools.evaluate import worth_remeasuring
 

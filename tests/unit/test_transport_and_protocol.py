@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from cuda_agent_mcp.evaluator.protocol import (
+from cuda_agent_mcp.wire.protocol import (
     MAX_FRAME_BYTES,
     BatchResult,
     FrameError,
@@ -18,8 +18,8 @@ from cuda_agent_mcp.evaluator.protocol import (
     read_frame_body,
     write_frame,
 )
-from cuda_agent_mcp.evaluator.refs import TensorRef, release_shm
-from cuda_agent_mcp.evaluator.transport import TransportError, open_ref, share
+from cuda_agent_mcp.wire.refs import TensorRef, release_shm
+from cuda_agent_mcp.wire.transport import TransportError, open_ref, share
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_frames_round_trip_and_oversized_or_malformed_ones_are_refused() -> None
         parse_reply(b"not json")
     assert len(encode(BatchResult(sets=[]))) < 200
     # The poison value NaN crosses as NaN: JSON's usual null would read back as "no poison".
-    from cuda_agent_mcp.evaluator.protocol import PrepareRequest, parse_request
+    from cuda_agent_mcp.wire.protocol import PrepareRequest, parse_request
 
     prepared = parse_request(
         encode(PrepareRequest(sets=[[None]], scalars_pickle=[""], poison=float("nan"), poison_bytes=8))[4:]

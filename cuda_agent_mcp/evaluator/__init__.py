@@ -1,1 +1,0 @@
-"""The trusted side of verification and profiling. Never imports candidate code."""

@@ -1,0 +1,134 @@
+"""Who a judge server runs as, and how it is started: the worker uid in a view of its own, where it can.
+
+`$CUDA_AGENT_JUDGE_USER`: `auto` (default) starts judges as the worker uid (10001) through
+`isolation/judge_view.py` when this process is root and can make namespaces, and its workers run in
+processes forked from it (Docker workers talk to the engine, which the worker uid may not); `server`
+starts them as this process's own user. Either way `isolation` says which, and a judge that cannot be
+started the unprivileged way is started the other, saying why (`JudgeStart.fallback`), so evaluation
+keeps working.
+
+The judge keeps its state (Triton and inductor caches, its baselines file) in a home directory of its
+own, `<state>/judge-home`, owned by the worker uid; the job files a judge must read are copied there for
+it (`JudgeStart.inbox`), since the tool layer's scratch directory is not the judge's to enter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import uuid
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from cuda_agent_mcp.isolation.cgroup import DELEGATED_ENV, delegate, remove_tree
+from cuda_agent_mcp.isolation.uids import WORKER_UID, lend_tree, switching_users
+
+JUDGE_USER_ENV = "CUDA_AGENT_JUDGE_USER"
+_SCRIPT = Path(__file__).with_name("judge_view.py")
+_TMP_BYTES = 8 * 1024**3  # its /dev/shm holds CPU tensors shared with workers
+
+
+@dataclass
+class JudgeStart:
+    """How one judge server is started, and what to give back when it ends."""
+
+    argv: list[str]
+    env: dict[str, str]
+    uid: int | None = None  # None: this process's own user
+    home: Path | None = None
+    cgroup: Path | None = None
+    isolation: str = "as the server's user"
+    fallback: str | None = field(default=None, repr=False)
+
+    def inbox(self) -> Path | None:
+        """A fresh directory the judge may read (its job's files go there); None when it is ours."""
+        if self.uid is None or self.home is None:
+            return None
+        path = self.home / "inbox" / uuid.uuid4().hex[:12]
+        path.mkdir(parents=True, mode=0o700)
+        return path
+
+    def give(self, path: Path) -> None:
+        if self.uid is not None:
+            lend_tree(path, self.uid)
+
+    def close(self) -> None:
+        if self.cgroup is not None:
+            remove_tree(self.cgroup)
+            self.cgroup = None
+
+
+def judge_home(state_dir: Path, uid: int) -> Path:
+    """The judge's own directory under `state_dir` (created for `uid`, private to it)."""
+    home = state_dir / "judge-home"
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chown(home, uid, uid)
+    os.chmod(home, 0o700)
+    return home
+
+
+def plan_judge_start(argv: list[str], env: dict[str, str], state_dir: Path, *, workers: str) -> JudgeStart:
+    """The judge's command and environment (see the module docstring)."""
+    choice = os.environ.get(JUDGE_USER_ENV, "auto")
+    if choice == "server" or workers != "fork":
+        why = "asked for" if choice == "server" else f"its workers run as {workers}"
+        return JudgeStart(argv, env, isolation=f"as the server's user ({why})")
+    if not switching_users():
+        return JudgeStart(argv, env, isolation="as the server's user (not root: no other uid to take)")
+    if (problem := namespaces_problem()) is not None:
+        return JudgeStart(argv, env, isolation=f"as the server's user ({problem})", fallback=problem)
+    uid = WORKER_UID
+    home = judge_home(state_dir, uid)
+    private = {
+        "HOME": str(home),
+        "TMPDIR": "/tmp",
+        # Compiler caches in the judge's private /tmp (a tmpfs of its own, always writable there): a cache
+        # under the state directory failed to be created when that directory was not reachable for the uid
+        # (the bench's CPU suites, whose cache is under a private pytest directory).
+        "TRITON_CACHE_DIR": "/tmp/judge-triton",
+        "TORCHINDUCTOR_CACHE_DIR": "/tmp/judge-inductor",
+    }
+    cgroup = delegate(f"judge-{uuid.uuid4().hex[:12]}", uid)
+    if cgroup is not None:
+        private[DELEGATED_ENV] = str(cgroup)
+    # What this interpreter imports from must stay importable for the judge: its prefixes, PYTHONPATH,
+    # directories .pth files added (an editable install), and the user site, which follows HOME unless
+    # its base is named.
+    import site
+
+    private["PYTHONUSERBASE"] = site.getuserbase()
+    environment = {**env, **private}
+    reachable = [str(home), sys.prefix, sys.base_prefix, os.path.realpath(sys.executable)]
+    reachable += [p for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+    reachable += [p for p in (*sys.path, site.getusersitepackages()) if p and os.path.isdir(p)]
+    spec = {
+        "uid": uid,
+        "gid": uid,
+        "reachable": sorted({os.path.abspath(p) for p in reachable}, key=len),
+        "tmp_bytes": _TMP_BYTES,
+        "cgroup": str(cgroup) if cgroup else None,
+        "argv": argv,
+    }
+    command = [sys.executable, "-I", "-S", str(_SCRIPT), json.dumps(spec)]
+    isolation = f"as uid {uid} in its own network and mount namespaces (private /dev/shm and /tmp)"
+    return JudgeStart(command, environment, uid=uid, home=home, cgroup=cgroup, isolation=isolation)
+
+
+@cache
+def namespaces_problem() -> str | None:
+    """Why a judge cannot get its own mount and network namespaces here (None: it can); probed once."""
+    import subprocess
+
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "unshare(1) is missing"
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        done = subprocess.run([unshare, "--mount", "--net", "--", "true"], capture_output=True, timeout=10)
+        if done.returncode == 0:
+            return None
+        return f"mount and network namespaces are refused ({done.stderr.decode(errors='replace').strip()[-120:]})"
+    return "mount and network namespaces could not be probed"

@@ -1,0 +1,222 @@
+"""Evaluation workers in containers: the Docker backend's untrusted side of verify and profile.
+
+Each worker is a fresh container from the sandbox image, hardened as every container of the Docker
+executor is (`isolation/containers.py`: no network, read-only root, non-root user, pids, memory and CPU
+limits, `cap_drop=ALL`, `no-new-privileges`), running `python -m cuda_agent_mcp.worker --connect`.
+It sees, each at its host path:
+  - its own directory, read-write: working directory, log, the protocol's socket;
+  - its load directory, read-only: a private copy of what it is asked to import (candidate or reference);
+  - the judge's shared-memory directory, read-write: the CPU tensors both sides map;
+  - the Python it runs with and this package's parent, read-only (as the `run` tool's containers do);
+and, on a machine with a GPU, exactly the judge's GPU (a device request), running as the judge's user in
+the host's PID and IPC namespaces, where CUDA IPC handles open (`gpu_worker_problem`). Not the
+reference, not other workspaces, not the build cache.
+
+The protocol runs over a Unix socket the judge listens on in the worker's directory (`socket_worker.py`):
+one connection carries both directions, and a worker that dies is an EOF, as with forked workers' pipes.
+
+A container start plus a torch import costs seconds, so the pool keeps one started ahead: it has paid
+the import and has never touched CUDA or seen a candidate. The next one starts when the current one is
+closed, never beside a timed loop. Nothing outlives the judge: the worker exits when the judge's end of
+the socket closes, and every container carries its judge's label, so a new pool removes those whose
+judge is gone (`remove_orphans`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from cuda_agent_mcp.errors import ExecutorUnavailable
+from cuda_agent_mcp.isolation.containers import (
+    DockerSettings,
+    container_options,
+    container_state,
+    container_user,
+    engine,
+    lent_uid,
+    remove_container,
+    start_container,
+)
+from cuda_agent_mcp.isolation.worker_containers import (
+    WORKER_LABEL,
+    gpu_worker_problem,
+    judge_gpu,
+    judge_label,
+    remove_orphans,
+    worker_settings,
+)
+from cuda_agent_mcp.judge.socket_worker import (
+    START_TIMEOUT_S,
+    PrivateShm,
+    SocketWorker,
+    WorkerStartFailed,
+    worker_argv,
+)
+
+
+class ContainerWorker(SocketWorker):
+    """One worker container for one evaluation (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: Any,
+        settings: DockerSettings,
+        scratch: Path,
+        env: Mapping[str, str],
+        shm: Path,
+        on_close: Callable[[], None] = lambda: None,
+    ) -> None:
+        # On a GPU the worker runs as the judge's user, in the judge's PID and IPC namespaces: CUDA IPC
+        # handles open only there (see gpu_worker_problem). Without a GPU, as any container does.
+        on_gpu = settings.gpu is not None
+        super().__init__(scratch, None if on_gpu else lent_uid())
+        self._on_close = on_close
+        self._container: Any = None
+        self._status: int | None = None
+        worker_env = self.environment(env, shm)
+        readable = [Path(sys.prefix), Path(sys.base_prefix), self.load_root]
+        readable += [Path(p) for p in worker_env["PYTHONPATH"].split(os.pathsep) if p]
+        options = container_options(
+            settings,
+            worker_argv(),
+            workdir=self.directory,
+            readable=readable,
+            writable=[shm],
+            env=worker_env,
+            user=f"{os.getuid()}:{os.getgid()}" if on_gpu else container_user(),
+        )
+        options["init"] = True  # an init reaps what the candidate forks; the worker is not PID 1
+        options["labels"] = {**options["labels"], WORKER_LABEL: judge_label()}
+        if on_gpu:
+            options["ipc_mode"] = "host"
+            options["pid_mode"] = "host"
+        self._container = start_container(client, options, "evaluation worker")
+
+    @property
+    def alive(self) -> bool:
+        if self._status is not None or self._container is None:
+            return False
+        state = container_state(self._container)
+        if state.get("Running", False):
+            return True
+        self._status = state.get("ExitCode")
+        return False
+
+    def exit_status(self) -> int | None:
+        return None if self.alive else self._status
+
+    def kill(self) -> None:
+        """Kill the container: everything in it dies with it (its own PID namespace)."""
+        if self._container is not None:
+            if self._status is None:
+                self._status = container_state(self._container).get("ExitCode")
+            remove_container(self._container)
+            self._container = None
+
+    def _dispose(self) -> None:
+        super()._dispose()
+        self._on_close()
+
+    def startup_output(self) -> str:
+        with contextlib.suppress(Exception):
+            return self._container.logs(tail=20).decode("utf-8", errors="replace")[-2000:]
+        return ""
+
+
+class ContainerWorkerPool:
+    """Hands out fresh worker containers, one started ahead (see the module docstring).
+
+    The pool owns a private shared-memory directory, bound into each container: CPU tensors go there
+    (a container has its own /dev/shm)."""
+
+    def __init__(self, scratch: Path, env: Mapping[str, str], settings: DockerSettings | None = None) -> None:
+        self.scratch = scratch
+        self.env = dict(env)
+        base = settings or DockerSettings.from_env()
+        self.client = engine(base.image)  # ExecutorUnavailable says what is missing
+        self.settings = worker_settings(base, judge_gpu(env))
+        if (problem := gpu_worker_problem(self.settings.gpu)) is not None:
+            raise ExecutorUnavailable("docker", problem)
+        remove_orphans(self.client)
+        self.shm = PrivateShm(lent_uid())
+        self._lock = threading.Lock()
+        self._next: Future[ContainerWorker] | None = None
+        self._closed = False
+        self._start_ahead()
+
+    @property
+    def isolation(self) -> str:
+        if self.settings.gpu is None:
+            namespaces = "own PID namespace, non-root user"
+        else:  # see gpu_worker_problem
+            namespaces = f"GPU {self.settings.gpu} only, the judge's user, PID and IPC namespaces (CUDA IPC)"
+        return (
+            f"container (docker): {namespaces}, no network, read-only root, pids limit "
+            f"{self.settings.pids_limit}, memory limit, cap_drop ALL, no-new-privileges"
+        )
+
+    def take(self) -> ContainerWorker:
+        """A warm worker (waiting for the one started ahead, if it is still starting). One that died while
+        it waited is replaced: its death must not be blamed on the candidate that would have come next."""
+        problem = ""
+        for _ in range(2):
+            with self._lock:
+                future, self._next = self._next, None
+            if future is None:
+                future = self._start_ahead(keep=False)
+            try:
+                worker = future.result()
+            except WorkerStartFailed as exc:
+                problem = str(exc)
+                continue
+            if worker.alive:
+                return worker
+            problem = f"the worker exited while it waited: {worker.startup_output()}"
+            worker.close()  # which starts the next one
+        raise WorkerStartFailed(f"no worker container stays up: {problem}")
+
+    def _start_ahead(self, keep: bool = True) -> Future[ContainerWorker]:
+        future: Future[ContainerWorker] = Future()
+        with self._lock:
+            if self._closed:
+                future.set_exception(WorkerStartFailed("the worker pool is closed"))
+                return future
+            if keep:
+                self._next = future
+        threading.Thread(target=self._start, args=(future,), daemon=True).start()
+        return future
+
+    def _start(self, future: Future[ContainerWorker]) -> None:
+        try:
+            worker = ContainerWorker(
+                self.client, self.settings, self.scratch, self.env, self.shm.path, on_close=self._replace
+            )
+            worker.wait_ready()
+        except BaseException as exc:
+            future.set_exception(exc)
+            return
+        future.set_result(worker)
+
+    def _replace(self) -> None:
+        """A worker was closed: start the next evaluation's now, unless one is waiting already."""
+        with self._lock:
+            if self._next is not None or self._closed:
+                return
+        self._start_ahead()
+
+    def close(self) -> None:
+        """Remove the container started ahead and the shared-memory directory."""
+        with self._lock:
+            self._closed = True
+            future, self._next = self._next, None
+        if future is not None:
+            with contextlib.suppress(BaseException):
+                future.result(timeout=START_TIMEOUT_S).close()
+        self.shm.close()

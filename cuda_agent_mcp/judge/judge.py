@@ -1,0 +1,827 @@
+"""The trusted side of an evaluation: inputs, reference outputs, comparisons, clocks and verdicts.
+
+Runs in the judge process. It imports the pristine reference, never the candidate: the candidate runs in
+a Worker and only tensors cross, through `transport`, in memory of their own (`staging`).
+
+Every call the worker serves is one *batch*: K input sets prepared (mapped at new addresses, free memory
+poisoned, L2 flushed) and then run back to back inside the clocks. Verify trials and timed samples are
+batches alike; every output of every batch is checked (contract, aliasing, values, precision, inputs
+untouched). Nothing in the worker tells them apart, so a candidate that behaves only while checked is
+checked while it misbehaves. Only the observed passes (op recorder, profiler) are visible to it, and what
+they show can only reject.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import math
+import pickle
+import secrets
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+import torch
+
+from cuda_agent_mcp.evaluation.job import EvalJob
+from cuda_agent_mcp.evaluation.ops import forbidden_ops
+from cuda_agent_mcp.judge.compare import Problem, check_outputs, errors, unchanged
+from cuda_agent_mcp.judge.kernels import breakdown
+from cuda_agent_mcp.judge.phases import PhaseClock
+from cuda_agent_mcp.judge.sanitize import SanitizerTarget, start_target
+from cuda_agent_mcp.judge.sizes import (
+    SizePlan,
+    grown_inputs,
+    hidden_size_plan,
+    meta_output_bytes,
+    meta_output_shapes,
+    smallest_inputs,
+)
+from cuda_agent_mcp.judge.staging import InputStage, Staged, give_back, judge_share, private_copies
+from cuda_agent_mcp.judge.timing import (
+    HarnessCost,
+    clock_problem,
+    median_rse,
+    summarize,
+    systematic_excess,
+)
+from cuda_agent_mcp.judge.worker_client import ForkedWorkerPool, Worker, WorkerLost, WorkerPool
+from cuda_agent_mcp.results import (
+    AuditFinding,
+    ContractViolation,
+    Crashed,
+    KernelBreakdown,
+    Passed,
+    Rejected,
+    SanitizerReport,
+    TimedOut,
+    TimingStats,
+    Verdict,
+    WrongOutput,
+)
+from cuda_agent_mcp.wire.paused_gc import paused_garbage_collection
+from cuda_agent_mcp.wire.protocol import (
+    BatchResult,
+    EchoOutput,
+    KernelTrace,
+    Loaded,
+    LoadRequest,
+    ObserveRequest,
+    PingRequest,
+    Prepared,
+    PrepareRequest,
+    RunRequest,
+)
+from cuda_agent_mcp.wire.refs import CudaIpcPayload, TensorRef, release_shm
+from cuda_agent_mcp.wire.transport import TransportError, dtype_name, open_ref
+
+POISON_VALUES = (float("nan"), -7.77e7)
+_FULL_PRECISION = (torch.float32, torch.float64)
+# A batch holds enough calls for TimingPolicy.window_ms of work (principle 4: the clocks' tolerances are
+# relative, so launch overhead and a margin cannot hide work in short windows), within a memory budget.
+MAX_BATCH = 128
+BATCH_MEMORY_BYTES = 1 << 30
+# After the warm-up, every CHECK_EVERY-th timed batch uses the shifted distribution and is not a sample:
+# the distribution tells a candidate nothing about whether it is being timed.
+CHECK_EVERY = 4
+# The traced batch may run at most this much longer per call than the timed median before the
+# candidate is taken to behave differently when it is observed.
+OBSERVED_SLOWDOWN_LIMIT = 1.15
+CALIBRATION_CALLS = 6
+BASELINE_FILE_BYTES = 4 << 30
+
+
+class VerdictReached(Exception):
+    """Raised inside the judge to stop at the first failing check, carrying its verdict."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        super().__init__(verdict.status)
+
+
+@dataclass
+class InputSet:
+    """One call's inputs (the judge's own, never shared) and the reference's outputs on them."""
+
+    distribution: str
+    inputs: list[Any]
+    structure: str
+    expected: list[torch.Tensor]
+
+    @property
+    def out_bytes(self) -> int:
+        return sum(e.numel() * e.element_size() for e in self.expected)
+
+    @property
+    def in_bytes(self) -> int:
+        return sum(x.numel() * x.element_size() for x in self.inputs if isinstance(x, torch.Tensor))
+
+
+@dataclass
+class BatchRun:
+    """What one batch gave: the worker's reply, private copies of every set's outputs, the clocks."""
+
+    reply: BatchResult
+    outputs: list[list[torch.Tensor]]
+    judge_ms: float
+    ping_ms: float
+    staged: list[Staged]
+
+
+class Judge:
+    """One evaluation of one candidate against one reference."""
+
+    def __init__(
+        self, job: EvalJob, scratch: Path, env: dict[str, str], workers: WorkerPool | None = None
+    ) -> None:
+        self.job = job
+        self.scratch = scratch
+        self.env = env
+        # Workers are forked on demand (see worker_client.py); a caller may pass its own pool.
+        self.workers = workers or ForkedWorkerPool(scratch, env)
+        self.device = torch.device(job.device)
+        self.clock = PhaseClock()
+        # References in true fp32: cuDNN would otherwise use TF32 for convolutions by default.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        with self.clock.phase("reference_setup"):
+            self.reference = _import_reference(Path(job.reference_path))
+            torch.manual_seed(job.init_seed)
+            with torch.device(self.device):
+                self.init_args = list(self.reference.get_init_inputs())
+                self.model = self.reference.Model(*self.init_args).to(self.device).eval()
+            self.state = {k: v.detach() for k, v in self.model.state_dict().items()}
+        self.stage = InputStage(self.device)
+        self.distributions_used: list[str] = []
+        self.batch_size = 1
+        self._harness: dict[Worker, HarnessCost] = {}
+        self._calls = 0
+        self.sanitizer: SanitizerReport | None = None
+        self._weight_pools: list[Any] = []
+
+    # -- inputs and reference ------------------------------------------------------------------
+
+    @cached_property
+    def max_file_bytes(self) -> int:
+        """The workers' file-size limit: 64 MiB (it caps their logs), or on the CPU, where outputs travel
+        as shared-memory files, four times the reference's outputs (the hidden sizes are a little larger)."""
+        floor = 64 << 20
+        if self.device.type == "cuda":
+            return floor
+        return max(floor, 4 * meta_output_bytes(self.reference) + (1 << 20))
+
+    @cached_property
+    def size_plan(self) -> SizePlan:
+        """How the hidden-size trial grows this task's inputs (judge/sizes.py); worked out on first
+        use, so profile and baseline jobs never pay for it."""
+        return hidden_size_plan(self.reference)
+
+    def make_inputs(self, seed: int, distribution: str) -> list[Any]:
+        with self.clock.phase("inputs"):
+            return self._make_inputs(seed, distribution)
+
+    def _make_inputs(self, seed: int, distribution: str) -> list[Any]:
+        torch.manual_seed(seed)
+        if distribution == "resized":
+            inputs = grown_inputs(self.reference, self.size_plan, seed, self.device)
+        else:
+            with torch.device(self.device):
+                inputs = list(self.reference.get_inputs())
+        inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+        if distribution == "shifted":
+            # Centre and widen every float input: signs flip, so kernels that assume the task's
+            # own range (e.g. a ReLU skipped on non-negative inputs) are found out.
+            inputs = [
+                (x - x.mean()) * 4 if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                for x in inputs
+            ]
+        return inputs
+
+    def reference_outputs(self, inputs: list[Any]) -> tuple[str, list[torch.Tensor]]:
+        """The reference on copies of `inputs` (it may write its inputs; the originals stay pristine)."""
+        with self.clock.phase("reference"):
+            clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            with torch.no_grad():
+                output = self.model(*clones)
+        if isinstance(output, torch.Tensor):
+            return "tensor", [output]
+        return ("tuple" if isinstance(output, tuple) else "list"), list(output)
+
+    def input_set(self, seed: int, distribution: str) -> InputSet:
+        """One call's inputs and the reference's outputs. A distribution the reference cannot use
+        (non-finite outputs on shifted inputs, an error at other sizes, a task without a size plan)
+        falls back to the task's own."""
+        if distribution == "resized" and self.size_plan.kind == "fixed":
+            distribution = "task"
+        inputs = self.make_inputs(seed, distribution)
+        try:
+            structure, expected = self.reference_outputs(inputs)
+        except Exception:
+            if distribution != "resized":
+                raise
+            return self.input_set(seed, "task")
+        if distribution != "task" and not all(
+            bool(torch.isfinite(e).all()) for e in expected if e.is_floating_point()
+        ):
+            return self.input_set(seed, "task")
+        return InputSet(distribution, inputs, structure, expected)
+
+    def input_sets(self, seed: int, distribution: str, count: int) -> list[InputSet]:
+        """`count` sets of one distribution, from seeds derived from `seed` (replayable verify)."""
+        return [self.input_set(_derived(seed, index), distribution) for index in range(count)]
+
+    # -- talking to workers ----------------------------------------------------------------------
+
+    def start_worker(
+        self,
+        directory: Path,
+        module: str,
+        class_name: str,
+        *,
+        compile_model: bool = False,
+        for_timing: bool = False,
+    ) -> Worker:
+        """Load a model into a fresh worker (forked: its interpreter and torch import are paid). A worker
+        that fails to load is closed here: the caller never gets it. A worker `for_timing` first
+        calibrates the harness's own cost (see `calibrate`)."""
+        with self.clock.phase("worker_start"):
+            worker = self.workers.take()
+        try:
+            if for_timing:
+                self._harness[worker] = self.calibrate(worker, self.job.timeouts.call_s)
+            return self._load(worker, directory, module, class_name, compile_model)
+        except BaseException:
+            worker.close()
+            raise
+
+    def _load(
+        self, worker: Worker, directory: Path, module: str, class_name: str, compile_model: bool
+    ) -> Worker:
+        # Whatever is loaded from the candidate's directory runs in the filesystem view.
+        confine = Path(directory) == Path(self.job.candidate_dir)
+        directory = worker.stage(directory)
+        copies, pool = private_copies(self.state)
+        state = {k: judge_share(v) for k, v in copies.items()}
+        request = LoadRequest(
+            directory=str(directory),
+            module=module,
+            class_name=class_name,
+            init_args_pickle=base64.b64encode(pickle.dumps(_to_cpu(self.init_args))).decode(),
+            state_dict=state,
+            compile_model=compile_model,
+            device=self.job.device,
+            confine_filesystem=confine,
+            # Baselines load only the reference (trusted code): torch.compile's caches (inductor's
+            # precompiled header is over 64 MiB on the CPU) get room; candidates get the task's limit.
+            max_file_bytes=self.max_file_bytes if confine else BASELINE_FILE_BYTES,
+        )
+        try:
+            with self.clock.phase("worker_load"):
+                reply = self._ask(worker, request, "load", self.job.timeouts.load_s)
+        finally:
+            for ref in state.values():
+                release_shm(ref)
+        worker.keep_alive = copies  # the worker's weights stay mapped while it lives
+        self._weight_pools.append(pool)  # given back in close(), after every worker is gone
+        if not isinstance(reply, Loaded):
+            raise VerdictReached(
+                Crashed(phase="load", kind="protocol", message=f"unexpected reply {reply.op}")
+            )
+        return worker
+
+    def run_batch(
+        self,
+        worker: Worker,
+        sets: list[InputSet] | list[list[Any]],
+        *,
+        timeout_s: float,
+        poison: float | None = None,
+        observe: Literal["ops", "kernels"] | None = None,
+        out_bytes: int | None = None,
+        echo: list[EchoOutput] | None = None,
+    ) -> BatchRun:
+        """One batch: stage the inputs at new addresses, prepare (poison, flush), run inside the
+        clocks, copy every set's outputs out of the worker."""
+        inputs = [s.inputs if isinstance(s, InputSet) else s for s in sets]
+        if out_bytes is None:
+            out_bytes = sum(s.out_bytes for s in sets if isinstance(s, InputSet))
+        with self.clock.phase("staging"):
+            staged = self.stage.stage(inputs)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)  # the worker reads these bytes from another context
+        self._calls += 1
+        prepare = PrepareRequest(
+            sets=[s.refs for s in staged],
+            scalars_pickle=[_scalars(s.views) for s in staged],
+            poison=poison if poison is not None else secrets.choice(POISON_VALUES),
+            poison_bytes=2 * out_bytes,
+            echo_outputs=echo or [],
+        )
+        with self.clock.phase("prepare"):
+            reply = self._ask(worker, prepare, "call", timeout_s)
+        if not isinstance(reply, Prepared):
+            raise VerdictReached(
+                Crashed(phase="call", kind="protocol", message=f"unexpected reply {reply.op}")
+            )
+        request = RunRequest() if observe is None else ObserveRequest(kind=observe)
+        started = time.perf_counter()
+        reply = self._ask(worker, request, "call", timeout_s)
+        judge_ms = (time.perf_counter() - started) * 1e3
+        self.clock.add("candidate_calls", judge_ms / 1e3)
+        if not isinstance(reply, BatchResult):
+            raise VerdictReached(
+                Crashed(phase="call", kind="protocol", message=f"unexpected reply {reply.op}")
+            )
+        if reply.aliased:
+            raise VerdictReached(ContractViolation(check="aliasing", trial=0, message=reply.aliased))
+        if len(reply.sets) != len(staged):
+            raise VerdictReached(
+                Crashed(
+                    phase="call",
+                    kind="protocol",
+                    message=f"{len(reply.sets)} results for {len(staged)} calls",
+                )
+            )
+        with self.clock.phase("output_copy"):
+            outputs = self._copy_outputs(reply, staged, out_bytes)
+        ping_ms = self._round_trip_ms(worker, timeout_s)
+        return BatchRun(reply=reply, outputs=outputs, judge_ms=judge_ms, ping_ms=ping_ms, staged=staged)
+
+    def _copy_outputs(
+        self, reply: BatchResult, staged: list[Staged], out_bytes: int
+    ) -> list[list[torch.Tensor]]:
+        """Private copies of every output; an output that aliases an input or another output is a
+        contract violation (principle 10), whatever the worker says about it."""
+        limit = 4 * out_bytes + (1 << 20)
+        copies = []
+        try:
+            for index, (result, inputs) in enumerate(zip(reply.sets, staged, strict=True)):
+                if (
+                    overlap := _aliases(result.outputs, [r for r in inputs.refs if r is not None])
+                ) is not None:
+                    raise VerdictReached(
+                        ContractViolation(check="aliasing", trial=0, message=f"call {index}: {overlap}")
+                    )
+                copies.append([open_ref(r, max_bytes=limit).clone() for r in result.outputs])
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+        except TransportError as exc:
+            raise VerdictReached(ContractViolation(check="transport", trial=0, message=str(exc))) from None
+        return copies
+
+    def _round_trip_ms(self, worker: Worker, timeout_s: float) -> float:
+        """The judge's clock around a request that does nothing: the protocol's own cost."""
+        started = time.perf_counter()
+        self._ask(worker, PingRequest(), "call", timeout_s)
+        return (time.perf_counter() - started) * 1e3
+
+    def _ask(self, worker: Worker, request: Any, phase: Literal["load", "call"], timeout_s: float) -> Any:
+        try:
+            reply = worker.request(request, timeout_s=timeout_s)
+        except WorkerLost as lost:
+            if lost.reason == "timeout":
+                raise VerdictReached(TimedOut(phase=phase, limit_s=timeout_s)) from None
+            kind: Literal["process_exited", "protocol"] = (
+                "process_exited" if lost.reason == "exited" else "protocol"
+            )
+            raise VerdictReached(
+                Crashed(phase=phase, kind=kind, message=lost.detail, log_tail=lost.log_tail)
+            ) from None
+        if reply.op == "failure":
+            raise VerdictReached(
+                Crashed(phase=reply.phase, kind=reply.kind, message=reply.message, log_tail=worker.log_tail())
+            )
+        return reply
+
+    # -- checks shared by every batch --------------------------------------------------------------
+
+    def check_batch(
+        self, run: BatchRun, sets: list[InputSet], phase: Literal["verify", "timed"], trial: int
+    ) -> None:
+        """Every output of every call: the contract, values, precision; inputs untouched."""
+        for index, (actual, expected, staged) in enumerate(zip(run.outputs, sets, run.staged, strict=True)):
+            result = run.reply.sets[index]
+            with self.clock.phase("compare"):
+                problem = check_outputs(
+                    actual,
+                    result.structure,
+                    expected.expected,
+                    expected.structure,
+                    atol=self.job.atol,
+                    rtol=self.job.rtol,
+                )
+            if problem is not None:
+                raise VerdictReached(_verdict_for(problem, phase, trial, expected.distribution))
+            with self.clock.phase("compare"):
+                mutated = [
+                    position
+                    for position, (before, after) in enumerate(
+                        zip(expected.inputs, staged.views, strict=True)
+                    )
+                    if isinstance(before, torch.Tensor) and not unchanged(before, after)
+                ]
+            if mutated:
+                raise VerdictReached(
+                    ContractViolation(
+                        check="input_mutated",
+                        trial=trial,
+                        message=f"input {mutated[0]} was modified by forward()",
+                    )
+                )
+            self._check_precision(actual, expected, trial)
+
+    def _check_precision(self, actual: list[torch.Tensor], expected: InputSet, trial: int) -> None:
+        limit = self.job.max_error_norm
+        if limit is None:
+            return
+        for index, (out, ref) in enumerate(zip(actual, expected.expected, strict=True)):
+            if ref.dtype not in _FULL_PRECISION:
+                continue
+            norm_error = errors(out, ref)[2]
+            if norm_error > limit:
+                raise VerdictReached(
+                    Rejected(
+                        reason="precision_downgrade",
+                        message=f"output {index} has a relative error norm of {norm_error:.2g} (trial {trial}), "
+                        f"typical of fp16/bf16/TF32 arithmetic; this {str(ref.dtype).removeprefix('torch.')} "
+                        f"task accepts at most {limit:g}. Compute in the task's precision.",
+                    )
+                )
+
+    def plan_batch(self, run: BatchRun, sets: list[InputSet], worker: Worker) -> None:
+        """How many calls a batch holds from now on: enough for the timing policy's window of work by the
+        judge's own clock, within the memory budget and the protocol's limit."""
+        calls = len(sets)
+        harness = self._harness.get(worker, HarnessCost())
+        outputs = sum(len(o) for o in run.outputs)
+        per_call = max((run.judge_ms - run.ping_ms - harness.ms(outputs)) / calls, 1e-3)
+        wanted = math.ceil(self.job.timing.window_ms / per_call)
+        per_set = max(sum(s.in_bytes + 2 * s.out_bytes for s in sets) // calls, 1)
+        self.batch_size = max(1, min(wanted, MAX_BATCH, self._batch_memory() // per_set))
+
+    def _batch_memory(self) -> int:
+        """What a batch's input sets and outputs may take: a quarter of the free device memory."""
+        if self.device.type != "cuda":
+            return BATCH_MEMORY_BYTES
+        return max(BATCH_MEMORY_BYTES, torch.cuda.mem_get_info(self.device)[0] // 4)
+
+    # -- verify ----------------------------------------------------------------------------------
+
+    def verify(self, worker: Worker) -> Verdict:
+        """Each trial's inputs run twice, at new addresses and with free memory poisoned differently;
+        every output is checked, and the two runs must agree. Then one observed batch under the op
+        recorder, if the job asks for the op audit."""
+        # Started first: its start-up (an interpreter, torch, a context under the sanitizer) runs beside
+        # the trials, which time nothing.
+        target = (
+            start_target(self.job.sanitize, self.device, self.env, self.scratch)
+            if self.job.sanitize
+            else None
+        )
+        try:
+            return self._verify(worker, target)
+        finally:
+            if isinstance(target, SanitizerTarget):
+                target.close()
+
+    def _verify(self, worker: Worker, target: SanitizerTarget | SanitizerReport | None) -> Verdict:
+        worst_abs = worst_rel = 0.0
+        for trial, seed in enumerate(self.job.seeds):
+            distribution = self.job.distributions[trial % len(self.job.distributions)]
+            sets = self.input_sets(seed, distribution, 1 if trial == 0 else self.batch_size)
+            self.distributions_used.append(sets[0].distribution)
+            first: list[list[torch.Tensor]] = []
+            for attempt, poison in enumerate(POISON_VALUES):
+                run = self.run_batch(worker, sets, timeout_s=self._batch_timeout(len(sets)), poison=poison)
+                self.check_batch(run, sets, "verify", trial)
+                if trial < 2 and not (trial == 1 and attempt == 1):
+                    # The same warm-up of the batch size as a profile's first three batches.
+                    self.plan_batch(run, sets, worker)
+                if attempt == 0:
+                    first = run.outputs
+                    continue
+                for previous, now, expected in zip(first, run.outputs, sets, strict=True):
+                    if check_outputs(
+                        now,
+                        expected.structure,
+                        previous,
+                        expected.structure,
+                        atol=self.job.atol,
+                        rtol=self.job.rtol,
+                    ):
+                        return ContractViolation(
+                            check="nondeterministic",
+                            trial=trial,
+                            message="two calls on the same inputs, with freed memory filled differently, disagree: "
+                            "the output depends on memory it did not write",
+                        )
+            for actual, expected in zip(first, sets, strict=True):
+                for out, ref in zip(actual, expected.expected, strict=True):
+                    abs_error, rel_error, _ = errors(out, ref)
+                    worst_abs, worst_rel = max(worst_abs, abs_error), max(worst_rel, rel_error)
+        if self.job.op_audit and (rejected := self.audit_ops(worker)) is not None:
+            return rejected
+        if target is not None:
+            with self.clock.phase("sanitizer"):
+                self.sanitizer = self.run_sanitizer(target)
+            if self.sanitizer.status == "errors":
+                where = f" ({self.sanitizer.file}:{self.sanitizer.line})" if self.sanitizer.file else ""
+                return Rejected(
+                    reason="sanitizer",
+                    message=f"compute-sanitizer {self.sanitizer.tool} found an error{where}: {self.sanitizer.message}",
+                )
+        return Passed(trials=len(self.job.seeds), max_abs_error=worst_abs, max_rel_error=worst_rel)
+
+    def run_sanitizer(self, target: SanitizerTarget | SanitizerReport) -> SanitizerReport:
+        """One call of the candidate under compute-sanitizer, in a process of its own, on inputs it
+        allocates itself, at the smallest size the task allows."""
+        if isinstance(target, SanitizerReport):
+            return target  # unavailable here, and said so
+        payload = {
+            "init_args": _to_cpu(self.init_args),
+            "state": {k: v.detach().cpu().clone() for k, v in self.state.items()},
+            "inputs": smallest_inputs(self.reference, self.size_plan, secrets.randbits(62)),
+        }
+        return target.run(
+            Path(self.job.candidate_dir),
+            payload,
+            timeout_s=self.job.timeouts.load_s + self.job.timeouts.call_s,
+        )
+
+    def audit_ops(self, worker: Worker) -> Rejected | None:
+        """One observed batch under the op recorder: PyTorch compute in forward() rejects. (The
+        candidate can see the recorder; this is evidence against only.)"""
+        sets = self.input_sets(secrets.randbits(62), "task", 1)
+        run = self.run_batch(worker, sets, timeout_s=self._batch_timeout(1), observe="ops")
+        self.check_batch(run, sets, "verify", len(self.job.seeds))
+        forbidden = forbidden_ops(run.reply.ops)
+        if not forbidden:
+            return None
+        return Rejected(
+            reason="forbidden_op",
+            message=f"forward() dispatched PyTorch compute: {', '.join(forbidden[:8])}",
+            findings=[
+                AuditFinding(file="model_new.py", line=None, rule="runtime_op", message=f"forward() ran {op}")
+                for op in forbidden
+            ],
+        )
+
+    # -- profile ---------------------------------------------------------------------------------
+
+    def calibrate(self, worker: Worker, timeout_s: float) -> HarnessCost:
+        """How far the judge's clock runs beyond the worker's wall clock and the round trip when no
+        candidate code is in the worker (batches of its built-in echo model, before loading): the
+        harness's own cost, as a fixed part and a part per output shared, which the clock rules then
+        allow for. Capped (see HarnessCost), so a machine noisy enough to calibrate high cannot open a
+        large hiding place."""
+        probe = torch.rand(1 << 16, device=self.device)
+        # The echo returns new outputs shaped like the task's: exporting a large new allocation costs
+        # more than a small one, and that cost is the harness's, inside the judge's clock.
+        shapes = meta_output_shapes(self.reference)
+        out_bytes = sum(
+            math.prod(shape) * torch.empty(0, dtype=dtype).element_size() for shape, dtype in shapes
+        )
+        echo = [EchoOutput(shape=list(shape), dtype=dtype_name(dtype)) for shape, dtype in shapes]
+        many = max(2, min(16, BATCH_MEMORY_BYTES // max(out_bytes, 1)))
+        excess: dict[int, list[float]] = {len(echo) or 1: [], many * (len(echo) or 1): []}
+        sync: list[float] = []
+        for outputs in excess:
+            calls = outputs // (len(echo) or 1)
+            for attempt in range(CALIBRATION_CALLS):
+                run = self.run_batch(
+                    worker,
+                    [[probe]] * calls,
+                    timeout_s=timeout_s,
+                    out_bytes=calls * max(out_bytes, probe.numel() * 4),
+                    echo=echo,
+                )
+                if attempt >= 2 and run.reply.wall_ms is not None:  # the first batches map the inputs
+                    excess[outputs].append(run.judge_ms - run.reply.wall_ms - run.ping_ms)
+                    if run.reply.event_ms is not None:
+                        sync.append(run.reply.wall_ms - run.reply.event_ms)
+        return HarnessCost.fit(excess, sync)
+
+    def trace_kernels(
+        self, worker: Worker, timeout_s: float, timed_median_ms: float
+    ) -> tuple[KernelBreakdown, list[str]]:
+        """One observed batch under the profiler, after the timed batches (so it disturbs none); its
+        outputs are checked like any other. Returns the breakdown and the evidence that was missing.
+
+        The candidate can see the profiler, so what the trace shows can only count against it: kernels
+        that are not the workspace's, or more kernel time per call than its timed calls took (it runs
+        something else while it is not observed)."""
+        sets = self.input_sets(secrets.randbits(62), "task", self.batch_size)
+        run = self.run_batch(worker, sets, timeout_s=timeout_s, observe="kernels")
+        self.check_batch(run, sets, "timed", 0)
+        trace = run.reply.trace or KernelTrace()
+        found = breakdown(trace.kernels, self.job.workspace_kernels, self.job.vendor_libraries)
+        missing: list[str] = []
+        if not trace.kernels:
+            missing.append("kernel_trace: the profiler recorded no device activity for the traced call")
+        per_call_busy_ms = trace.busy_ns / 1e6 / len(sets)
+        if trace.kernels and per_call_busy_ms > OBSERVED_SLOWDOWN_LIMIT * timed_median_ms + 0.005:
+            raise VerdictReached(
+                Rejected(
+                    reason="foreign_work",
+                    message=f"under the profiler each call kept the GPU busy {per_call_busy_ms:.4f} ms, but the timed "
+                    f"calls took {timed_median_ms:.4f} ms: the implementation runs different work when it is "
+                    "observed. Run the same kernels whether or not a profiler is active.",
+                )
+            )
+        return found, missing
+
+    def time_worker(
+        self, worker: Worker, timeout_s: float, *, trusted: bool = False, residual_ms: float = 0.0
+    ) -> tuple[TimingStats, int]:
+        """Time fresh-input batches until the median is stable or the budget ends; every output is
+        checked. The judge's garbage collector is paused meanwhile: a collection inside the judge's clock
+        would look like hidden work of the candidate's.
+
+        `trusted` (the baselines: the reference in clean workers) records the clocks and never rejects
+        on them; `residual_ms` is what the trusted baseline's clocks left unexplained on this task and
+        GPU (its judge excess beyond the calibrated harness), allowed to the candidate as the harness's
+        own cost, capped at HarnessCost.MAX_FIXED_MS."""
+        residual = min(max(residual_ms, 0.0), HarnessCost.MAX_FIXED_MS)
+        with paused_garbage_collection():
+            return self._time_worker(
+                worker, timeout_s, self._harness.get(worker, HarnessCost()), trusted, residual
+            )
+
+    def _time_worker(
+        self, worker: Worker, timeout_s: float, harness: HarnessCost, trusted: bool, residual_ms: float
+    ) -> tuple[TimingStats, int]:
+        policy = self.job.timing
+        samples: list[float] = []
+        disagreements = 0
+        excess_ms: list[float] = []
+        windows: list[float] = []
+        reasons: Counter[str] = Counter()
+        started = time.monotonic()
+        batches = 0
+        threads_after_warmup: int | None = None
+        out_bytes = 0
+        while True:
+            warm = batches >= policy.warmup_calls
+            checking = warm and batches % CHECK_EVERY == 0
+            distribution = "shifted" if checking else "task"
+            count = 1 if batches == 0 else self.batch_size
+            sets = self.input_sets(secrets.randbits(62), distribution, count)
+            out_bytes = sets[0].out_bytes
+            run = self.run_batch(worker, sets, timeout_s=self._batch_timeout(count, timeout_s))
+            batches += 1
+            self.check_batch(run, sets, "timed", batches - 1)
+            if not warm:
+                self.plan_batch(run, sets, worker)  # the first calls pay lazy set-up: planned again each time
+            if not warm or sets[0].distribution != "task":
+                continue
+            if threads_after_warmup is None:
+                # Counted after the first timed batch, so threads the runtime starts lazily for timing
+                # itself are in the baseline.
+                threads_after_warmup = worker.thread_count()
+            reply = run.reply
+            measured = reply.event_ms if reply.event_ms is not None else reply.wall_ms
+            if measured is None:
+                raise VerdictReached(
+                    Crashed(phase="call", kind="protocol", message="a timed call returned no time")
+                )
+            outputs = sum(len(o) for o in run.outputs)
+            overhead = run.ping_ms + harness.ms(outputs) + residual_ms
+            if reply.event_ms is not None and reply.wall_ms is not None:
+                excess_ms.append(run.judge_ms - reply.wall_ms - overhead)
+                windows.append(reply.event_ms)
+                why = clock_problem(reply.event_ms, reply.wall_ms, run.judge_ms, overhead, harness.sync_ms)
+            else:
+                why = None
+            if trusted:
+                why = None  # the reference in a clean worker: its clocks are recorded, never judged
+            if why is not None:
+                disagreements += 1
+                reasons[why] += 1
+            else:
+                samples.append(measured / len(sets))
+            done = len(samples) + disagreements
+            enough = len(samples) >= policy.min_samples and (
+                median_rse(samples) < policy.target_rse or time.monotonic() - started > policy.budget_s
+            )
+            if enough or done >= policy.max_samples:
+                break
+        if not trusted and (
+            disagreements > policy.max_disagreeing_fraction * (len(samples) + disagreements)
+            or len(samples) < 3
+            or systematic_excess(excess_ms, windows)
+        ):
+            median_excess = statistics.median(excess_ms) if excess_ms else 0.0
+            median_window = statistics.median(windows) if windows else 0.0
+            counts = ", ".join(f"{reason}: {count}" for reason, count in reasons.most_common())
+            raise VerdictReached(
+                Rejected(
+                    reason="timing_disagreement",
+                    message=f"{disagreements} of {len(samples) + disagreements} timed batches reported device times "
+                    f"that the judge's own clock around the call contradicts ({counts or 'none singly'}; the "
+                    f"judge's clock ran a median {median_excess:.4f} ms beyond the worker's over "
+                    f"{median_window:.4f} ms windows, at most 5% allowed)",
+                )
+            )
+        threads_now = worker.thread_count()
+        if (
+            not trusted
+            and threads_after_warmup is not None
+            and threads_now is not None
+            and threads_now > threads_after_warmup
+        ):
+            # Counted by the kernel (/proc), not reported by the worker: a thread started while being
+            # timed can launch work after the clocks stop.
+            raise VerdictReached(
+                Rejected(
+                    reason="background_thread",
+                    message=f"the worker had {threads_after_warmup} threads after its first timed call and "
+                    f"{threads_now} after the timed calls",
+                )
+            )
+        return summarize(
+            samples, disagreements, excess_ms, harness.fixed_ms + residual_ms, self.batch_size
+        ), out_bytes
+
+    def _batch_timeout(self, calls: int, per_call_s: float | None = None) -> float:
+        """A batch of `calls` calls gets the per-call limit for each (a hung kernel is still killed)."""
+        return (per_call_s or self.job.timeouts.call_s) * max(1, min(calls, 4))
+
+    def close(self) -> None:
+        """Give the job's memory pools back for later evaluations (its workers are closed by now)."""
+        self.stage.close()
+        for pool in self._weight_pools:
+            give_back(pool)
+        self._weight_pools = []
+
+
+def _derived(seed: int, index: int) -> int:
+    """The index-th set's seed of a trial: distinct, deterministic, secret as the trial's."""
+    return (seed + index * 0x9E3779B97F4A7C15) % (1 << 62) if index else seed
+
+
+def _scalars(values: list[Any]) -> str:
+    scalars = {i: v for i, v in enumerate(values) if not isinstance(v, torch.Tensor)}
+    return base64.b64encode(pickle.dumps(scalars)).decode() if scalars else ""
+
+
+def _aliases(outputs: list[TensorRef], inputs: list[TensorRef]) -> str | None:
+    """An output whose memory is an input's or another output's, from the refs themselves: the same
+    CUDA allocation (IPC handle) and overlapping bytes. (CPU tensors cross as fresh files: the worker's
+    own check covers those.)"""
+
+    def span(ref: TensorRef) -> tuple[str, int, int] | None:
+        if not isinstance(ref.payload, CudaIpcPayload) or not ref.shape or math.prod(ref.shape) == 0:
+            return None
+        itemsize = _ITEMSIZE.get(ref.dtype, 1)
+        extent = 1 + sum((n - 1) * s for n, s in zip(ref.shape, ref.stride, strict=True))
+        start = ref.payload.storage_offset_bytes + ref.storage_offset * itemsize
+        return ref.payload.handle, start, start + extent * itemsize
+
+    outs = [span(r) for r in outputs]
+    ins = [span(r) for r in inputs]
+    for i, a in enumerate(outs):
+        if a is None:
+            continue
+        for j, b in enumerate(ins):
+            if b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]:
+                return f"output {i} is the memory of input {j}"
+        for j, b in enumerate(outs[i + 1 :], start=i + 1):
+            if b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]:
+                return f"outputs {i} and {j} share memory"
+    return None
+
+
+_ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2}
+
+
+def _verdict_for(
+    problem: Problem, phase: Literal["verify", "timed"], trial: int, distribution: str
+) -> ContractViolation | WrongOutput:
+    """The same output problem gets the same verdict whether found while verifying or while timing."""
+    if problem.check is not None:
+        return ContractViolation(check=problem.check, trial=trial, message=problem.message)
+    return WrongOutput(
+        phase=phase,
+        trial=trial,
+        distribution=distribution,
+        message=problem.message,
+        mismatch=problem.mismatch,
+    )
+
+
+def _import_reference(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cuda_agent_reference", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _to_cpu(values: list[Any]) -> list[Any]:
+    return [v.cpu() if isinstance(v, torch.Tensor) else v for v in values]
