@@ -49,8 +49,7 @@ def main() -> None:
     started = time.perf_counter()
     # Not dumpable: no process of the same user (a worker) may ptrace this one or read its memory through
     # /proc, even where Landlock is missing (measured on the H200: CUDA IPC is unaffected).
-    if os.environ.get("CUDA_AGENT_PROBE_DUMPABLE") != "1":  # PROBE ONLY: removed after the H200 probe
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     # No parent-death signal here: it fires when the *thread* that started us ends, and the tool layer
     # starts servers from short-lived worker threads. A watchdog notices the client's death instead.
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()

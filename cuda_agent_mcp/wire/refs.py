@@ -97,8 +97,6 @@ def remove_worker_shm(before: set[str], worker_pid: int | None) -> None:
     it made that no one else would have made. Where the judge's /dev/shm is private (PRIVATE_SHM_ENV),
     every new file but the judge's own is the worker's. On a shared /dev/shm a file named like another
     process's torch or judge file is left alone (it may be one); the judge's private mount closes that gap."""
-    if os.environ.get("CUDA_AGENT_PROBE_NO_SHM_CLEANUP") == "1":  # PROBE ONLY: removed after the H200 probe
-        return
     private = os.environ.get(PRIVATE_SHM_ENV) == "1"
     judge_prefix = f"cuda-agent-{shm_tag()}-"
     own_pid = os.getpid()
