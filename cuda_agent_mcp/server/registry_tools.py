@@ -60,10 +60,10 @@ def _context(
 
 
 def _function(tool: Tool, sessions: SessionRegistry, jobs: JobBoard) -> Callable[..., Any]:
-    async def call(ctx: Context, session_id: str | None = None, **arguments: Any) -> Any:
+    async def call(ctx: Context, **arguments: Any) -> Any:
+        # A session tool's `session_id` picks its context; a server tool's (end_session) is a request field.
+        session_id = arguments.pop("session_id") if tool.context is Session else None
         context = _context(tool, sessions, jobs, ctx, session_id)
-        if tool.context is not Session and session_id is not None:
-            arguments["session_id"] = session_id  # a request field of a server tool (end_session)
         if tool.nested is not None:
             request = arguments.get(tool.nested) or tool.request()
         else:

@@ -13,11 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.bench import SuiteSummary, run_directory, summary_of
 from cuda_agent_mcp.build import ProgressCallback, default_cache_dir
+from cuda_agent_mcp.server.calls import SessionId
 from cuda_agent_mcp.server.jobs import JobBoard, JobState
 from cuda_agent_mcp.server.sessions import SessionInfo, SessionList, SessionRegistry, SessionStatus
 from cuda_agent_mcp.tools import Surface, Tool
 
-SessionIdField = Annotated[str, Field(description="from start_session (list_sessions shows yours)")]
 JobIdField = Annotated[str, Field(description="from a tool's answer with status running")]
 
 
@@ -52,7 +52,7 @@ class NoArguments(_Request):
 
 
 class SessionRequest(_Request):
-    session_id: SessionIdField
+    session_id: SessionId
 
 
 class WaitJobRequest(_Request):

@@ -16,6 +16,7 @@ import cuda_agent_mcp
 from cuda_agent_mcp.executors import ProcessLimits
 from cuda_agent_mcp.executors.base import ProcessResult
 from cuda_agent_mcp.isolation.cgroup import pids_cgroup_root
+from tests.processes import cmdline
 
 
 def run(executor: object, script: str, cwd: Path, timeout_s: float = 20, **limits: int) -> ProcessResult:
@@ -119,7 +120,7 @@ def test_a_fork_bomb_stops_at_the_process_cap_and_leaves_nothing(executor: objec
     if executor.name == "sandbox" and root is not None:  # type: ignore[attr-defined]
         # Only this command's processes count: other tests' commands and builds may run meanwhile.
         new = set(root.glob("worker-run-*")) - before
-        assert not [d for d in new if any(b"bomb" in _cmdline(pid) for pid in _procs(d))]
+        assert not [d for d in new if any(b"bomb" in cmdline(int(pid)) for pid in _procs(d))]
 
 
 def _procs(cgroup: Path) -> list[str]:
@@ -127,10 +128,3 @@ def _procs(cgroup: Path) -> list[str]:
         return (cgroup / "cgroup.procs").read_text().split()
     except OSError:
         return []  # removed meanwhile
-
-
-def _cmdline(pid: str) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
