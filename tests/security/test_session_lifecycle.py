@@ -160,3 +160,51 @@ def test_an_idle_session_has_its_running_jobs_cancelled(tmp_path: Path) -> None:
         time.sleep(0.1)
     assert registry.ids() == [] and not session.workspace.root.exists()
     assert jobs.state(job, "local").status == "cancelled"
+
+
+HUNG_CANDIDATE = (
+    "import time\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+    "    def forward(self, x):\n        time.sleep(3600)\n"
+)
+
+
+def test_another_client_cannot_read_wait_for_or_cancel_a_clients_session_or_job(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    """The server's own tools (sessions and jobs) answer for the calling client only: Bob, who has read
+    Alice's session and job ids off the wire, gets "no such session/job" for each of them."""
+    server = _http(tmp_path, shared_build_cache, "--tool-budget", "1")
+    verify = {"device": "cpu", "audit": False, "trials": 1, "call_timeout_s": 600.0, "timeout_s": 600.0}
+
+    async def work():  # type: ignore[no-untyped-def]
+        async with server.client(ALICE) as alice:
+            session = (await start(alice))["session_id"]
+            wrote = await alice.call_tool(
+                "write_file", {"session_id": session, "path": "model_new.py", "content": HUNG_CANDIDATE}
+            )
+            assert not wrote.is_error, text(wrote)
+            running = await alice.call_tool("verify", {"session_id": session, "request": verify})
+            assert running.structured_content["status"] == "running", text(running)
+            job = running.structured_content["job"]["job_id"]
+        async with server.client(BOB) as bob:
+            tries = [
+                await bob.call_tool("wait_job", {"job_id": job, "timeout_s": 0}),
+                await bob.call_tool("cancel_job", {"job_id": job}),
+                await bob.call_tool("session_status", {"session_id": session}),
+                await bob.call_tool("end_session", {"session_id": session}),
+            ]
+        async with server.client(ALICE) as alice:
+            still = await alice.call_tool("wait_job", {"job_id": job, "timeout_s": 0})
+            cancelled = await alice.call_tool("cancel_job", {"job_id": job})
+        return tries, still, cancelled
+
+    try:
+        tries, still, cancelled = anyio.run(work)
+    finally:
+        stop(server)
+    assert all(t.is_error for t in tries), [text(t) for t in tries]
+    assert [("no job" in text(t), "no session" in text(t)) for t in tries] == [
+        (True, False), (True, False), (False, True), (False, True)
+    ]  # fmt: skip
+    assert not still.is_error and still.structured_content["status"] == "running"
+    assert not cancelled.is_error and cancelled.structured_content["status"] == "cancelled"
