@@ -16,7 +16,8 @@
         │   └── IsolationUnavailable      no sandbox view can be built here, and no opt-in to run without
         ├── GpuUnavailable                device 'cuda' was asked for where no GPU is visible
         ├── GpusDrained                   every GPU of the scheduler failed its health probe
-        ├── JudgeFailed                   the judge failed, hung or could not start (retryable)
+        ├── JudgeFailed                   the judge or a harness step failed, hung or could not start (retryable)
+        ├── TaskError                     the task's reference failed to run or be timed here
         └── EndpointError                 the policy's endpoint could not be reached or answered an error
 
 A candidate's own failures (compile errors, wrong output, crashes, timeouts) are never
@@ -24,7 +25,7 @@ exceptions: they are return values, because the model learns from them.
 
 A few exceptions are not in the tree because they never leave the code that raises them: the judge's
 `FrameError`, `TransportError`, `WorkerLost`, `WorkerStartFailed` and `VerdictReached` become verdicts
-or a `JudgeFailed` report; the view's `SetupError` becomes its exit status; the agent's `InvalidCall`
+or a `JudgeFailed` report, its `HarnessFault` and `TaskFault` a report's `infra_error` or `task_error`; the view's `SetupError` becomes its exit status; the agent's `InvalidCall`
 becomes an observation; the episode core's `InfraFailure` (agent/failures.py) carries an `InfraError` to
 the trainer.
 """
@@ -166,6 +167,14 @@ class JudgeFailed(InfraError):
     candidate can be concluded, and the result must not be scored."""
 
     retryable = True
+
+
+class TaskError(InfraError):
+    """The task's reference failed to run or to be timed here (it raised, cannot be compiled, needs more
+    memory than the GPU has): no verdict on the candidate is possible, and retrying the same task will not
+    help. Never scored."""
+
+    retryable = False
 
 
 class EndpointError(InfraError):

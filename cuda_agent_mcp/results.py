@@ -160,7 +160,7 @@ class Crashed(_Frozen):
 
     status: Literal["crashed"] = "crashed"
     phase: Literal["load", "call"]
-    kind: Literal["exception", "cuda_error", "bad_output", "process_exited", "protocol"]
+    kind: Literal["exception", "cuda_error", "bad_output", "process_exited", "protocol", "out_of_memory"]
     message: str
     log_tail: str = ""
 
@@ -220,13 +220,17 @@ class TimingStats(_Frozen):
     )
     harness_excess_ms: float | None = Field(
         default=None,
-        description="the harness's own cost per call beyond the worker's wall clock and the round trip, "
-        "calibrated in the same worker before the implementation was loaded",
+        description="the harness's own cost per batch beyond the worker's wall clock and the round trip: the "
+        "median excess of a clean worker's batches interleaved with these (same size, outputs, window)",
     )
     judge_excess_median_ms: float | None = Field(
         default=None,
-        description="judge's clock minus the worker's wall clock, the round trip and the harness's cost, "
-        "median over the calls (near zero for honest code; large values mean hidden work)",
+        description="judge's clock minus the worker's wall clock and the round trip, median over the batches",
+    )
+    hidden_fraction: float | None = Field(
+        default=None,
+        description="the timing rule's statistic: lower confidence bound of the batches' excess beyond the "
+        "null's, as a fraction of the window (<= 0 for honest code; rejected above 0.10)",
     )
     judge_excess_max_ms: float | None = Field(default=None, description="the same, worst call")
     samples_ms: list[float] = Field(

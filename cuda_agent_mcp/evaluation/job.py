@@ -38,10 +38,10 @@ class TimingPolicy(BaseModel):
         description="discarded samples above this fraction reject the timing outright",
     )
     window_ms: float = Field(
-        default=2.0,
+        default=5.0,
         ge=0,
-        description="short calls run in batches holding at least this much work (by the judge's clock), so "
-        "the clocks' relative tolerances are never smaller than launch overhead",
+        description="short calls run in batches holding at least this much device work, so the harness's "
+        "own noise (about 0.05 ms per batch on the H200) stays small next to each window",
     )
 
 
@@ -137,7 +137,14 @@ class JudgeReport(BaseModel):
         default_factory=dict, description="GPU, driver, CUDA and torch the judge used"
     )
     infra_error: str | None = Field(
-        default=None, description="set when the judge itself failed; never scored"
+        default=None,
+        description="set when the judge or a step of the harness failed (not the candidate): retried on a "
+        "fresh judge, never scored",
+    )
+    task_error: str | None = Field(
+        default=None,
+        description="set when the task's reference failed to run or be timed here: never the candidate's "
+        "verdict, never scored",
     )
     evidence_missing: list[str] = Field(
         default_factory=list,

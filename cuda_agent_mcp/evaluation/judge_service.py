@@ -343,7 +343,8 @@ class JudgePool:
         if not call.detach():
             server.kill()
             raise JudgeFailed("the job was cancelled")
-        retire = report.held_gpu_bytes > RETIRE_HELD_GPU_BYTES
+        # A judge that held on to GPU memory, or in which a step of the harness failed, is not reused.
+        retire = report.held_gpu_bytes > RETIRE_HELD_GPU_BYTES or report.infra_error is not None
         with self._lock:
             idle = self._idle.setdefault(key, [])
             keep = min(max(self.max_idle_per_key, self._peak_busy[key]), self.max_idle_cap)
@@ -355,9 +356,10 @@ class JudgePool:
         if retire:
             self.retired += 1
             _log.warning(
-                "retiring a judge server that still holds %.2f GiB of GPU memory after a %s job",
-                report.held_gpu_bytes / 2**30,
+                "retiring a judge server after a %s job (held %.2f GiB of GPU memory; harness failure: %s)",
                 job.mode,
+                report.held_gpu_bytes / 2**30,
+                (report.infra_error or "none")[:200],
             )
             self.prewarm(env)  # its replacement starts now, not when the next job arrives
         return report, startup_s

@@ -36,7 +36,7 @@ def measure_baselines(judge: Judge) -> tuple[TimingStats | None, TimingStats | N
     shutil.copy(job.reference_path, directory / "model.py")
     results = []
     for compile_model in (False, True):
-        worker = judge.start_worker(directory, "model", "Model", compile_model=compile_model, for_timing=True)
+        worker = judge.start_worker(directory, "model", "Model", compile_model=compile_model)
         try:
             timeout = job.timeouts.compile_load_s if compile_model else job.timeouts.call_s
             results.append(judge.time_worker(worker, timeout, trusted=True)[0])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import math
+import os
 import pickle
 import secrets
 import statistics
@@ -32,6 +33,7 @@ import torch
 from cuda_agent_mcp.evaluation.job import EvalJob
 from cuda_agent_mcp.evaluation.ops import forbidden_ops
 from cuda_agent_mcp.judge.compare import Problem, check_outputs, errors, unchanged
+from cuda_agent_mcp.judge.gpu_memory import memory_at_failure
 from cuda_agent_mcp.judge.kernels import breakdown
 from cuda_agent_mcp.judge.phases import PhaseClock
 from cuda_agent_mcp.judge.sanitize import SanitizerTarget, start_target
@@ -45,11 +47,13 @@ from cuda_agent_mcp.judge.sizes import (
 )
 from cuda_agent_mcp.judge.staging import InputStage, Staged, give_back, judge_share, private_copies
 from cuda_agent_mcp.judge.timing import (
-    HarnessCost,
+    MAX_SYNC_MS,
+    HiddenWork,
+    calls_per_batch,
     clock_problem,
+    hidden_work,
     median_rse,
     summarize,
-    systematic_excess,
 )
 from cuda_agent_mcp.judge.worker_client import ForkedWorkerPool, Worker, WorkerLost, WorkerPool
 from cuda_agent_mcp.results import (
@@ -85,7 +89,7 @@ POISON_VALUES = (float("nan"), -7.77e7)
 _FULL_PRECISION = (torch.float32, torch.float64)
 # A batch holds enough calls for TimingPolicy.window_ms of work (principle 4: the clocks' tolerances are
 # relative, so launch overhead and a margin cannot hide work in short windows), within a memory budget.
-MAX_BATCH = 128
+MAX_BATCH = 256  # the protocol's limit of sets per batch
 BATCH_MEMORY_BYTES = 1 << 30
 # After the warm-up, every CHECK_EVERY-th timed batch uses the shifted distribution and is not a sample:
 # the distribution tells a candidate nothing about whether it is being timed.
@@ -93,7 +97,8 @@ CHECK_EVERY = 4
 # The traced batch may run at most this much longer per call than the timed median before the
 # candidate is taken to behave differently when it is observed.
 OBSERVED_SLOWDOWN_LIMIT = 1.15
-CALIBRATION_CALLS = 6
+# The null worker's first batch maps its inputs and exports its first outputs: not a sample.
+NULL_WARMUP_BATCHES = 1
 BASELINE_FILE_BYTES = 4 << 30
 
 
@@ -103,6 +108,16 @@ class VerdictReached(Exception):
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
         super().__init__(verdict.status)
+
+
+class HarnessFault(Exception):
+    """A step of the harness failed and the candidate cannot be shown to have caused it (prepare, poison,
+    L2 flush or IPC mapping that fails in a clean worker too; running out of memory others held; a null
+    too noisy to judge on): the evaluation is infrastructure's to retry, never a verdict (issue 23)."""
+
+
+class TaskFault(Exception):
+    """The task's reference failed to run or to be timed here: the task's error, never the candidate's."""
 
 
 @dataclass
@@ -160,8 +175,8 @@ class Judge:
         self.stage = InputStage(self.device)
         self.distributions_used: list[str] = []
         self.batch_size = 1
-        self._harness: dict[Worker, HarnessCost] = {}
         self._calls = 0
+        self._null_sync_ms: list[float] = []
         self.sanitizer: SanitizerReport | None = None
         self._weight_pools: list[Any] = []
 
@@ -204,14 +219,35 @@ class Judge:
         return inputs
 
     def reference_outputs(self, inputs: list[Any]) -> tuple[str, list[torch.Tensor]]:
-        """The reference on copies of `inputs` (it may write its inputs; the originals stay pristine)."""
+        """The reference on copies of `inputs` (it may write its inputs; the originals stay pristine).
+        A reference that fails is the task's fault, or the machine's when it ran out of memory others held."""
         with self.clock.phase("reference"):
             clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-            with torch.no_grad():
-                output = self.model(*clones)
+            try:
+                with torch.no_grad():
+                    output = self.model(*clones)
+            except torch.OutOfMemoryError as exc:
+                raise self._reference_out_of_memory(exc) from None
+            except Exception as exc:
+                raise TaskFault(f"the reference failed: {type(exc).__name__}: {exc}"[:2000]) from None
         if isinstance(output, torch.Tensor):
             return "tensor", [output]
         return ("tuple" if isinstance(output, tuple) else "list"), list(output)
+
+    def _reference_out_of_memory(self, exc: BaseException) -> Exception:
+        """The reference ran out of device memory in the judge: the task's error when nothing else held the
+        device (it needs more than this GPU has), the infrastructure's otherwise."""
+        memory = memory_at_failure(self.device_uuid, os.getpid())
+        if memory is not None and memory.used_bytes - memory.worker_bytes < 0.1 * memory.total_bytes:
+            return TaskFault(f"the reference needs more device memory than this GPU has: {memory.describe()}")
+        held = memory.describe() if memory is not None else "the device's memory could not be measured"
+        return HarnessFault(f"the reference ran out of device memory in the judge ({held}): {exc}"[:2000])
+
+    @cached_property
+    def device_uuid(self) -> str:
+        if self.device.type != "cuda":
+            return ""
+        return str(getattr(torch.cuda.get_device_properties(self.device), "uuid", ""))
 
     def input_set(self, seed: int, distribution: str) -> InputSet:
         """One call's inputs and the reference's outputs. A distribution the reference cannot use
@@ -245,20 +281,25 @@ class Judge:
         class_name: str,
         *,
         compile_model: bool = False,
-        for_timing: bool = False,
     ) -> Worker:
         """Load a model into a fresh worker (forked: its interpreter and torch import are paid). A worker
-        that fails to load is closed here: the caller never gets it. A worker `for_timing` first
-        calibrates the harness's own cost (see `calibrate`)."""
+        that fails to load is closed here: the caller never gets it."""
         with self.clock.phase("worker_start"):
             worker = self.workers.take()
         try:
-            if for_timing:
-                self._harness[worker] = self.calibrate(worker, self.job.timeouts.call_s)
             return self._load(worker, directory, module, class_name, compile_model)
         except BaseException:
             worker.close()
             raise
+
+    def start_null_worker(self) -> Worker | None:
+        """A clean worker that is never loaded: its echo batches, interleaved with the candidate's, measure
+        the harness's own cost in the same conditions (judge/timing.py). Only where there are clocks to
+        cross-check (CUDA)."""
+        if self.device.type != "cuda":
+            return None
+        with self.clock.phase("worker_start"):
+            return self.workers.take()
 
     def _load(
         self, worker: Worker, directory: Path, module: str, class_name: str, compile_model: bool
@@ -305,9 +346,12 @@ class Judge:
         observe: Literal["ops", "kernels"] | None = None,
         out_bytes: int | None = None,
         echo: list[EchoOutput] | None = None,
+        spin_ms: float = 0.0,
     ) -> BatchRun:
         """One batch: stage the inputs at new addresses, prepare (poison, flush), run inside the
-        clocks, copy every set's outputs out of the worker."""
+        clocks, copy every set's outputs out of the worker. A batch of the null worker (`echo` given)
+        is timed alike, and its outputs are not copied: only its clocks are wanted."""
+        null = echo is not None
         inputs = [s.inputs if isinstance(s, InputSet) else s for s in sets]
         if out_bytes is None:
             out_bytes = sum(s.out_bytes for s in sets if isinstance(s, InputSet))
@@ -320,8 +364,9 @@ class Judge:
             sets=[s.refs for s in staged],
             scalars_pickle=[_scalars(s.views) for s in staged],
             poison=poison if poison is not None else secrets.choice(POISON_VALUES),
-            poison_bytes=2 * out_bytes,
+            poison_bytes=0 if null else out_bytes,
             echo_outputs=echo or [],
+            echo_spin_ms=spin_ms,
         )
         with self.clock.phase("prepare"):
             reply = self._ask(worker, prepare, "call", timeout_s)
@@ -333,7 +378,7 @@ class Judge:
         started = time.perf_counter()
         reply = self._ask(worker, request, "call", timeout_s)
         judge_ms = (time.perf_counter() - started) * 1e3
-        self.clock.add("candidate_calls", judge_ms / 1e3)
+        self.clock.add("null_calls" if null else "candidate_calls", judge_ms / 1e3)
         if not isinstance(reply, BatchResult):
             raise VerdictReached(
                 Crashed(phase="call", kind="protocol", message=f"unexpected reply {reply.op}")
@@ -348,8 +393,10 @@ class Judge:
                     message=f"{len(reply.sets)} results for {len(staged)} calls",
                 )
             )
-        with self.clock.phase("output_copy"):
-            outputs = self._copy_outputs(reply, staged, out_bytes)
+        outputs: list[list[torch.Tensor]] = []
+        if not null:
+            with self.clock.phase("output_copy"):
+                outputs = self._copy_outputs(reply, staged, out_bytes)
         ping_ms = self._round_trip_ms(worker, timeout_s)
         return BatchRun(reply=reply, outputs=outputs, judge_ms=judge_ms, ping_ms=ping_ms, staged=staged)
 
@@ -382,11 +429,15 @@ class Judge:
         return (time.perf_counter() - started) * 1e3
 
     def _ask(self, worker: Worker, request: Any, phase: Literal["load", "call"], timeout_s: float) -> Any:
+        """One request and its reply; a failure becomes the candidate's verdict only where the candidate
+        can be shown to have caused it (see `_harness_step_failed`, `_out_of_memory`)."""
         try:
             reply = worker.request(request, timeout_s=timeout_s)
         except WorkerLost as lost:
             if lost.reason == "timeout":
                 raise VerdictReached(TimedOut(phase=phase, limit_s=timeout_s)) from None
+            if isinstance(request, PrepareRequest):
+                self._harness_step_failed(request, f"the worker exited ({lost.detail})", timeout_s)
             kind: Literal["process_exited", "protocol"] = (
                 "process_exited" if lost.reason == "exited" else "protocol"
             )
@@ -394,10 +445,60 @@ class Judge:
                 Crashed(phase=phase, kind=kind, message=lost.detail, log_tail=lost.log_tail)
             ) from None
         if reply.op == "failure":
+            if reply.kind == "out_of_memory":
+                self._out_of_memory(worker, reply.phase, reply.message)
+            if isinstance(request, PrepareRequest):
+                self._harness_step_failed(request, reply.message, timeout_s)
             raise VerdictReached(
                 Crashed(phase=reply.phase, kind=reply.kind, message=reply.message, log_tail=worker.log_tail())
             )
         return reply
+
+    def _harness_step_failed(self, prepare: PrepareRequest, detail: str, timeout_s: float) -> None:
+        """Preparing a batch (mapping its inputs, poisoning free memory, flushing the L2) is the harness's
+        code, but it runs in the candidate's process, which the candidate may have tampered with. The same
+        request goes to a clean worker: failing there too, it is the harness's fault (HarnessFault, retried
+        on a fresh judge); passing there, the candidate's process broke it (a verdict)."""
+        clean = self.workers.take()
+        try:
+            reply = clean.request(prepare, timeout_s=timeout_s)
+            reproduced = reply.op == "failure"
+        except WorkerLost:
+            reproduced = True
+        finally:
+            clean.close()
+        last_line = detail.strip().splitlines()[-1][:500] if detail.strip() else "no detail"
+        if reproduced:
+            raise HarnessFault(
+                f"preparing a batch failed in the candidate's worker and in a clean one: {last_line}"
+            )
+        raise VerdictReached(
+            Crashed(
+                phase="call",
+                kind="exception",
+                message="preparing a batch (the harness's own step) failed in this candidate's process and not in "
+                f"a clean worker given the same request, so something the candidate did broke it: {last_line}",
+            )
+        )
+
+    def _out_of_memory(self, worker: Worker, phase: Literal["load", "call"], detail: str) -> None:
+        """The worker says it ran out of device memory: the candidate's verdict only when the judge's own
+        measure (NVML) finds the worker holding most of the device, infrastructure otherwise."""
+        memory = memory_at_failure(self.device_uuid, worker.gpu_pid) if self.device.type == "cuda" else None
+        if memory is not None and memory.candidate_explains:
+            raise VerdictReached(
+                Crashed(
+                    phase=phase,
+                    kind="out_of_memory",
+                    message=f"out of device memory: {memory.describe()}. Allocate less (reuse buffers, free "
+                    "temporaries) or work in pieces.",
+                    log_tail=detail[-2000:],
+                )
+            )
+        held = memory.describe() if memory is not None else "what the worker held could not be measured"
+        raise HarnessFault(
+            f"the worker ran out of device memory that its own allocations do not explain ({held})"
+        )
 
     # -- checks shared by every batch --------------------------------------------------------------
 
@@ -454,16 +555,19 @@ class Judge:
                     )
                 )
 
-    def plan_batch(self, run: BatchRun, sets: list[InputSet], worker: Worker) -> None:
-        """How many calls a batch holds from now on: enough for the timing policy's window of work by the
-        judge's own clock, within the memory budget and the protocol's limit."""
+    def plan_batch(self, run: BatchRun, sets: list[InputSet]) -> None:
+        """How many calls a batch holds from now on: enough for the timing policy's window of device work
+        (judge/timing.py: by the events, never fewer than the judge's clock asks for), within the memory
+        budget and the protocol's limit."""
         calls = len(sets)
-        harness = self._harness.get(worker, HarnessCost())
-        outputs = sum(len(o) for o in run.outputs)
-        per_call = max((run.judge_ms - run.ping_ms - harness.ms(outputs)) / calls, 1e-3)
-        wanted = math.ceil(self.job.timing.window_ms / per_call)
         per_set = max(sum(s.in_bytes + 2 * s.out_bytes for s in sets) // calls, 1)
-        self.batch_size = max(1, min(wanted, MAX_BATCH, self._batch_memory() // per_set))
+        self.batch_size = calls_per_batch(
+            self.job.timing.window_ms,
+            run.reply.event_ms,
+            run.judge_ms - run.ping_ms,
+            calls,
+            cap=max(1, min(MAX_BATCH, self._batch_memory() // per_set)),
+        )
 
     def _batch_memory(self) -> int:
         """What a batch's input sets and outputs may take: a quarter of the free device memory."""
@@ -502,7 +606,7 @@ class Judge:
                 self.check_batch(run, sets, "verify", trial)
                 if trial < 2 and not (trial == 1 and attempt == 1):
                     # The same warm-up of the batch size as a profile's first three batches.
-                    self.plan_batch(run, sets, worker)
+                    self.plan_batch(run, sets)
                 if attempt == 0:
                     first = run.outputs
                     continue
@@ -574,39 +678,6 @@ class Judge:
 
     # -- profile ---------------------------------------------------------------------------------
 
-    def calibrate(self, worker: Worker, timeout_s: float) -> HarnessCost:
-        """How far the judge's clock runs beyond the worker's wall clock and the round trip when no
-        candidate code is in the worker (batches of its built-in echo model, before loading): the
-        harness's own cost, as a fixed part and a part per output shared, which the clock rules then
-        allow for. Capped (see HarnessCost), so a machine noisy enough to calibrate high cannot open a
-        large hiding place."""
-        probe = torch.rand(1 << 16, device=self.device)
-        # The echo returns new outputs shaped like the task's: exporting a large new allocation costs
-        # more than a small one, and that cost is the harness's, inside the judge's clock.
-        shapes = meta_output_shapes(self.reference)
-        out_bytes = sum(
-            math.prod(shape) * torch.empty(0, dtype=dtype).element_size() for shape, dtype in shapes
-        )
-        echo = [EchoOutput(shape=list(shape), dtype=dtype_name(dtype)) for shape, dtype in shapes]
-        many = max(2, min(16, BATCH_MEMORY_BYTES // max(out_bytes, 1)))
-        excess: dict[int, list[float]] = {len(echo) or 1: [], many * (len(echo) or 1): []}
-        sync: list[float] = []
-        for outputs in excess:
-            calls = outputs // (len(echo) or 1)
-            for attempt in range(CALIBRATION_CALLS):
-                run = self.run_batch(
-                    worker,
-                    [[probe]] * calls,
-                    timeout_s=timeout_s,
-                    out_bytes=calls * max(out_bytes, probe.numel() * 4),
-                    echo=echo,
-                )
-                if attempt >= 2 and run.reply.wall_ms is not None:  # the first batches map the inputs
-                    excess[outputs].append(run.judge_ms - run.reply.wall_ms - run.ping_ms)
-                    if run.reply.event_ms is not None:
-                        sync.append(run.reply.wall_ms - run.reply.event_ms)
-        return HarnessCost.fit(excess, sync)
-
     def trace_kernels(
         self, worker: Worker, timeout_s: float, timed_median_ms: float
     ) -> tuple[KernelBreakdown, list[str]]:
@@ -637,31 +708,33 @@ class Judge:
         return found, missing
 
     def time_worker(
-        self, worker: Worker, timeout_s: float, *, trusted: bool = False, residual_ms: float = 0.0
+        self, worker: Worker, timeout_s: float, *, trusted: bool = False, null: Worker | None = None
     ) -> tuple[TimingStats, int]:
         """Time fresh-input batches until the median is stable or the budget ends; every output is
         checked. The judge's garbage collector is paused meanwhile: a collection inside the judge's clock
         would look like hidden work of the candidate's.
 
         `trusted` (the baselines: the reference in clean workers) records the clocks and never rejects
-        on them; `residual_ms` is what the trusted baseline's clocks left unexplained on this task and
-        GPU (its judge excess beyond the calibrated harness), allowed to the candidate as the harness's
-        own cost, capped at HarnessCost.MAX_FIXED_MS."""
-        residual = min(max(residual_ms, 0.0), HarnessCost.MAX_FIXED_MS)
+        on them. Otherwise each timed batch is followed by a batch of `null`, a clean worker (see
+        `start_null_worker`), of the same size, output shapes and device time, and the judge's clock is
+        judged against that null (judge/timing.py: `hidden_work`). On the CPU there are no events, so no
+        clocks to cross-check and no null (the reward is capped at correctness there anyway)."""
         with paused_garbage_collection():
-            return self._time_worker(
-                worker, timeout_s, self._harness.get(worker, HarnessCost()), trusted, residual
-            )
+            return self._time_worker(worker, timeout_s, trusted, null)
 
     def _time_worker(
-        self, worker: Worker, timeout_s: float, harness: HarnessCost, trusted: bool, residual_ms: float
+        self, worker: Worker, timeout_s: float, trusted: bool, null: Worker | None
     ) -> tuple[TimingStats, int]:
         policy = self.job.timing
         samples: list[float] = []
         disagreements = 0
         excess_ms: list[float] = []
+        null_excess_ms: list[float] = []
         windows: list[float] = []
         reasons: Counter[str] = Counter()
+        if null is not None and not trusted:
+            # The null's CUDA context, input mapping and spin rate, before any clock or budget runs.
+            self._null_batch(null, 1, 0.0, timeout_s, first=False)
         started = time.monotonic()
         batches = 0
         threads_after_warmup: int | None = None
@@ -677,7 +750,7 @@ class Judge:
             batches += 1
             self.check_batch(run, sets, "timed", batches - 1)
             if not warm:
-                self.plan_batch(run, sets, worker)  # the first calls pay lazy set-up: planned again each time
+                self.plan_batch(run, sets)  # the first calls pay lazy set-up: planned again each time
             if not warm or sets[0].distribution != "task":
                 continue
             if threads_after_warmup is None:
@@ -690,16 +763,18 @@ class Judge:
                 raise VerdictReached(
                     Crashed(phase="call", kind="protocol", message="a timed call returned no time")
                 )
-            outputs = sum(len(o) for o in run.outputs)
-            overhead = run.ping_ms + harness.ms(outputs) + residual_ms
+            why = None
             if reply.event_ms is not None and reply.wall_ms is not None:
-                excess_ms.append(run.judge_ms - reply.wall_ms - overhead)
+                excess_ms.append(run.judge_ms - reply.wall_ms - run.ping_ms)
                 windows.append(reply.event_ms)
-                why = clock_problem(reply.event_ms, reply.wall_ms, run.judge_ms, overhead, harness.sync_ms)
-            else:
-                why = None
-            if trusted:
-                why = None  # the reference in a clean worker: its clocks are recorded, never judged
+                if not trusted:
+                    why = clock_problem(reply.event_ms, reply.wall_ms, run.judge_ms, self._sync_ms())
+                if null is not None and not trusted:
+                    null_excess_ms.append(
+                        self._null_batch(
+                            null, len(sets), reply.event_ms / len(sets), timeout_s, first=not null_excess_ms
+                        )
+                    )
             if why is not None:
                 disagreements += 1
                 reasons[why] += 1
@@ -711,23 +786,15 @@ class Judge:
             )
             if enough or done >= policy.max_samples:
                 break
+        stat = hidden_work(excess_ms, null_excess_ms, windows) if not trusted else None
+        if stat is not None and stat.null_too_noisy:
+            raise HarnessFault(f"the machine is too noisy to judge clocks on: {stat.describe()}")
         if not trusted and (
             disagreements > policy.max_disagreeing_fraction * (len(samples) + disagreements)
             or len(samples) < 3
-            or systematic_excess(excess_ms, windows)
+            or (stat is not None and stat.rejects)
         ):
-            median_excess = statistics.median(excess_ms) if excess_ms else 0.0
-            median_window = statistics.median(windows) if windows else 0.0
-            counts = ", ".join(f"{reason}: {count}" for reason, count in reasons.most_common())
-            raise VerdictReached(
-                Rejected(
-                    reason="timing_disagreement",
-                    message=f"{disagreements} of {len(samples) + disagreements} timed batches reported device times "
-                    f"that the judge's own clock around the call contradicts ({counts or 'none singly'}; the "
-                    f"judge's clock ran a median {median_excess:.4f} ms beyond the worker's over "
-                    f"{median_window:.4f} ms windows, at most 5% allowed)",
-                )
-            )
+            raise VerdictReached(_timing_disagreement(disagreements, len(samples), reasons, stat))
         threads_now = worker.thread_count()
         if (
             not trusted
@@ -744,9 +811,47 @@ class Judge:
                     f"{threads_now} after the timed calls",
                 )
             )
-        return summarize(
-            samples, disagreements, excess_ms, harness.fixed_ms + residual_ms, self.batch_size
-        ), out_bytes
+        return summarize(samples, disagreements, excess_ms, stat, self.batch_size), out_bytes
+
+    def _null_batch(
+        self, null: Worker, calls: int, spin_per_call_ms: float, timeout_s: float, *, first: bool
+    ) -> float:
+        """One batch of the null worker like the candidate's last (calls, output shapes, device time per
+        call); returns the judge's excess on it. Its first batch (mapping, first exports) is run twice."""
+        inputs = [[self._null_probe] for _ in range(calls)]
+        spin = min(max(spin_per_call_ms, 0.0), 1000.0 / calls)
+        for _ in range(NULL_WARMUP_BATCHES + 1 if first else 1):
+            run = self.run_batch(
+                null,
+                inputs,
+                timeout_s=self._batch_timeout(calls, timeout_s),
+                echo=self._null_echo,
+                spin_ms=spin,
+            )
+        reply = run.reply
+        if reply.wall_ms is None:
+            raise HarnessFault("the null worker returned no wall clock")
+        if reply.event_ms is not None:
+            self._null_sync_ms.append(reply.wall_ms - reply.event_ms)
+        return run.judge_ms - reply.wall_ms - run.ping_ms
+
+    def _sync_ms(self) -> float:
+        """The wall clock's latency beyond the events, from the null's batches so far (capped)."""
+        if not self._null_sync_ms:
+            return 0.0
+        return min(max(statistics.median(self._null_sync_ms), 0.0), MAX_SYNC_MS)
+
+    @cached_property
+    def _null_probe(self) -> torch.Tensor:
+        return torch.rand(1 << 16, device=self.device)
+
+    @cached_property
+    def _null_echo(self) -> list[EchoOutput]:
+        """The task's output shapes, which the null's echo allocates and shares like the candidate's."""
+        return [
+            EchoOutput(shape=list(shape), dtype=dtype_name(dtype))
+            for shape, dtype in meta_output_shapes(self.reference)
+        ]
 
     def _batch_timeout(self, calls: int, per_call_s: float | None = None) -> float:
         """A batch of `calls` calls gets the per-call limit for each (a hung kernel is still killed)."""
@@ -758,6 +863,19 @@ class Judge:
         for pool in self._weight_pools:
             give_back(pool)
         self._weight_pools = []
+
+
+def _timing_disagreement(
+    disagreements: int, samples: int, reasons: Counter[str], stat: HiddenWork | None
+) -> Rejected:
+    counts = ", ".join(f"{reason}: {count}" for reason, count in reasons.most_common())
+    detail = stat.describe() if stat is not None else "no null to compare the judge's clock with"
+    return Rejected(
+        reason="timing_disagreement",
+        message=f"{disagreements} of {samples + disagreements} timed batches reported times their own clocks "
+        f"contradict ({counts or 'none singly'}; more than half rejects); {detail}. Time only the work you "
+        "launch on the current stream, and finish it before forward() returns.",
+    )
 
 
 def _derived(seed: int, index: int) -> int:

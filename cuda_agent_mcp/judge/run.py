@@ -8,13 +8,13 @@ import torch
 
 from cuda_agent_mcp.evaluation.job import EvalJob, JudgeReport
 from cuda_agent_mcp.judge.baselines import measure_baselines
-from cuda_agent_mcp.judge.judge import Judge, VerdictReached
+from cuda_agent_mcp.judge.judge import HarnessFault, Judge, TaskFault, VerdictReached
 from cuda_agent_mcp.judge.kernels import foreign_work
 from cuda_agent_mcp.judge.socket_worker import WorkerStartFailed
 from cuda_agent_mcp.judge.sol import peaks_for, reference_work, speed_of_light
 from cuda_agent_mcp.judge.timing import physical_floor_ms
 from cuda_agent_mcp.judge.worker_client import Worker, WorkerLost, WorkerPool
-from cuda_agent_mcp.results import Crashed, KernelBreakdown, Passed, Rejected
+from cuda_agent_mcp.results import Crashed, KernelBreakdown, Passed, Rejected, TimingStats
 from cuda_agent_mcp.wire.protocol import FrameError
 from cuda_agent_mcp.wire.refs import remove_shm_files, shm_tag
 from cuda_agent_mcp.wire.transport import TransportError
@@ -33,22 +33,26 @@ def run_job(
     if job.mode == "baselines":
         return _baselines_only(job, scratch, env, workers)
     tag = shm_tag()  # the judge's own shared-memory files (CPU tensors); each worker has its own tag
-    judge = Judge(job, scratch, env, workers)
+    try:
+        judge = Judge(job, scratch, env, workers)
+    except Exception as exc:  # the reference's own constructor or get_init_inputs failed in the judge
+        remove_shm_files(tag)
+        return _fault_report(
+            TaskFault(f"the reference could not be built: {type(exc).__name__}: {exc}"[:2000])
+        )
     gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
     worker: Worker | None = None
+    null: Worker | None = None
     environment = _environment(gpu, judge.workers.isolation)
     try:
         eager = compiled = None
         cached = False
         if job.mode == "profile":
             # Baselines first, in clean workers, before any candidate code runs in this job (a candidate
-            # cannot reach them); what their clocks leave unexplained is the harness's, allowed to it.
+            # cannot reach them). What fails there is the task's or the machine's, never the candidate's.
             with judge.clock.phase("baselines"):
-                eager, compiled, cached = measure_baselines(judge)
-        residual = eager.judge_excess_median_ms if eager is not None and eager.judge_excess_median_ms else 0.0
-        worker = judge.start_worker(
-            Path(job.candidate_dir), "model_new", "ModelNew", for_timing=job.mode == "profile"
-        )
+                eager, compiled, cached = _baselines(judge)
+        worker = judge.start_worker(Path(job.candidate_dir), "model_new", "ModelNew")
         if job.mode == "verify":
             verdict = judge.verify(worker)
             return JudgeReport(
@@ -60,7 +64,11 @@ def run_job(
                 hidden_sizes=judge.size_plan.describe(),
                 sanitizer=judge.sanitizer,
             )
-        stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s, residual_ms=residual)
+        null = judge.start_null_worker()
+        stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s, null=null)
+        if null is not None:
+            null.close()
+            null = None
         kernels: KernelBreakdown | None = None
         missing = [NO_TRACE_ON_CPU] if judge.device.type != "cuda" else []
         # Traced even when the workspace compiled no kernel: then any kernel time is someone else's
@@ -115,11 +123,57 @@ def run_job(
             phases_s=judge.clock.as_dict(),
             environment=environment,
         )
+    except (HarnessFault, TaskFault) as fault:
+        return _fault_report(fault, job, gpu, judge.clock.as_dict(), environment)
     finally:
-        if worker is not None:
-            worker.close()
+        for started in (worker, null):
+            if started is not None:
+                started.close()
         judge.close()
         remove_shm_files(tag)
+
+
+def _baselines(judge: Judge) -> tuple[TimingStats | None, TimingStats | None, bool]:
+    """The baselines, with any failure of the reference's (a verdict reached in its clean workers, an
+    exception) turned into the task's fault; the harness's own failures stay the infrastructure's."""
+    try:
+        return measure_baselines(judge)
+    except VerdictReached as reached:
+        verdict = reached.verdict
+        detail = getattr(verdict, "message", "") or verdict.status
+        raise TaskFault(
+            f"the reference failed while its baselines were measured ({verdict.status}): {detail}"[:2000]
+        ) from None
+    except (HarnessFault, TaskFault, WorkerLost, TransportError, FrameError, WorkerStartFailed):
+        raise
+    except Exception as exc:
+        raise TaskFault(
+            f"the reference failed while its baselines were measured: {type(exc).__name__}: {exc}"[:2000]
+        ) from None
+
+
+def _fault_report(
+    fault: HarnessFault | TaskFault,
+    job: EvalJob,
+    gpu: str = "",
+    phases: dict[str, float] | None = None,
+    environment: dict[str, str] | None = None,
+) -> JudgeReport:
+    """A report that carries no verdict on the candidate: the tool layer retries an infrastructure
+    failure on a fresh judge and names a task error as such; neither is ever scored."""
+    task = isinstance(fault, TaskFault)
+    return JudgeReport(
+        verdict=Crashed(
+            phase="load",
+            kind="exception",
+            message="no verdict: " + ("task error" if task else "infrastructure"),
+        ),
+        infra_error=None if task else str(fault),
+        task_error=str(fault) if task else None,
+        gpu=gpu,
+        phases_s=phases or {},
+        environment=environment or {},
+    )
 
 
 def _baselines_only(

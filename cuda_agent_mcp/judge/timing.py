@@ -14,7 +14,7 @@ def summarize(
     samples_ms: list[float],
     discarded: int = 0,
     excess_ms: list[float] | None = None,
-    harness_ms: float | None = None,
+    null: HiddenWork | None = None,
     batch_calls: int = 1,
 ) -> TimingStats:
     ordered = sorted(samples_ms)
@@ -31,7 +31,8 @@ def summarize(
         discarded_samples=discarded,
         judge_excess_median_ms=statistics.median(excess_ms) if excess_ms else None,
         judge_excess_max_ms=max(excess_ms) if excess_ms else None,
-        harness_excess_ms=harness_ms,
+        harness_excess_ms=null.null_excess_ms if null is not None else None,
+        hidden_fraction=round(null.hidden_fraction, 6) if null is not None else None,
         samples_ms=[round(s, 6) for s in samples_ms[:MAX_KEPT_SAMPLES]],
         batch_calls=batch_calls,
     )
@@ -55,31 +56,29 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-# Principle 4: every tolerance between the three clocks is relative to what was measured. The only fixed
-# term is the clocks' own resolution; batches hold at least a millisecond of work (judge.TARGET_WINDOW_MS),
-# so 5% of a window is more than a small kernel's whole run.
-RELATIVE_TOLERANCE = 0.05
-# One batch whose clocks disagree by more than this share of its window is discarded (scheduling noise of
-# a tenth of a millisecond is common on the H200); discarding grants nothing, and the median of all the
-# batches' excess must still stay within RELATIVE_TOLERANCE (`systematic_excess`), or the timing is
-# rejected: hidden work has to be in every call to help, and then the median shows it.
+# Principle 4: every tolerance between clocks is relative to what was measured. The worker's two clocks
+# (CUDA events, its wall clock) are checked against each other per batch; the judge's clock, which alone a
+# worker cannot forge, is checked against a null measured in the same conditions (`hidden_work`).
+# One batch whose worker clocks disagree by more than this share of its window is discarded; discarding
+# grants nothing, and more than half discarded rejects.
 SAMPLE_TOLERANCE = 0.25
 CLOCK_RESOLUTION_MS = 0.005
 MAX_KEPT_SAMPLES = 512
+# The wall clock's own latency beyond the events (recording an event, returning from the synchronize),
+# taken from the null worker's batches; capped, so it never opens room for work on other streams.
+MAX_SYNC_MS = 0.05
 
 
 def clock_problem(
-    event_ms: float, worker_wall_ms: float, judge_ms: float, overhead_ms: float, sync_ms: float = 0.0
+    event_ms: float, worker_wall_ms: float, judge_ms: float, sync_ms: float = 0.0
 ) -> str | None:
     """Which cross-check of one batch's clocks failed, or None.
 
-    Three clocks: CUDA events on the launch stream and a wall clock around the batch closed by a
-    device-wide synchronize (both in the worker, so both forgeable), and the judge's clock from sending the
-    run request to receiving its reply, which bounds the real time from above. Work on another stream shows
-    as wall time the events missed; a patched event timer shows the same way; a worker that forges both
-    still has to spend the time before it replies, which the judge's clock sees beyond the round trip and
-    the harness's calibrated cost (`overhead_ms`). `sync_ms` is the calibrated latency between the wall
-    clock and the events (recording an event, returning from the synchronize), measured with no candidate.
+    CUDA events on the launch stream and a wall clock around the batch closed by a device-wide synchronize
+    are both the worker's, so both are forgeable; what they must agree on is checked here. Work on another
+    stream shows as wall time the events missed; a patched event timer shows the same way; a wall clock
+    beyond the judge's own is impossible. A worker that forges both clocks consistently is left to
+    `hidden_work`: it still has to spend the time before it replies, and the judge's clock sees that.
     """
     slack = SAMPLE_TOLERANCE * event_ms + CLOCK_RESOLUTION_MS
     if event_ms > worker_wall_ms + slack:
@@ -88,54 +87,109 @@ def clock_problem(
         return "worker's wall clock above the judge's"
     if worker_wall_ms - event_ms - sync_ms > slack:
         return "worker's wall clock beyond the events"
-    if judge_ms - worker_wall_ms - overhead_ms > slack:
-        return "judge's clock beyond the worker's"
     return None
 
 
-def systematic_excess(excess_ms: list[float], windows_ms: list[float]) -> bool:
-    """True when, over all timed batches, the judge's clock exceeds the worker's wall clock by more than
-    the round trip and the harness's cost by over 5% of the median window: one late reply is scheduling
-    noise, a median excess is hidden work."""
-    if not excess_ms or not windows_ms:
-        return False
-    return (
-        statistics.median(excess_ms)
-        > RELATIVE_TOLERANCE * statistics.median(windows_ms) + CLOCK_RESOLUTION_MS
-    )
+# The timing rule (issue 23). Per batch, the judge's excess is its clock around the run request minus the
+# worker's wall clock and a ping's round trip: the harness's own cost (waking processes, sharing outputs)
+# plus any work the worker did outside its clocks. A clean worker with no candidate code (the null) runs
+# batches of the same size, output shapes and window length, interleaved with the candidate's, so its
+# excess is the harness's cost as it is right now on this machine. The statistic is the lower confidence
+# bound of the candidate's median excess beyond the null's, as a fraction of the window:
+#     hidden_fraction = (median(c) - median(null) - Z * SE) / max(window, MIN_WINDOW_MS)
+# with SE the standard error of that difference of medians, from the null's robust spread. Honest kernels
+# sit at or below zero; a worker that forges both of its clocks to hide a share f of its time shows
+# f / (1 - f). It rejects above HIDDEN_FRACTION_LIMIT. The figures behind the constants (H200, honest
+# corpus and forgeries) are in docs/DECISIONS.md.
+HIDDEN_FRACTION_LIMIT = 0.10
+CONFIDENCE_Z = 3.0
+# Windows of tiny kernels are capped by the batch size; below this the fraction is taken of this much.
+MIN_WINDOW_MS = 2.0
+# A null whose median excess is above this is a machine too noisy to judge on (or one a candidate loaded
+# while the null ran): an infrastructure failure, never room granted to the candidate.
+MAX_NULL_EXCESS_MS = 1.0
+# The standard error never counts as smaller than the clocks' resolution.
+MIN_SPREAD_MS = 0.01
 
 
 @dataclass(frozen=True)
-class HarnessCost:
-    """What the harness itself costs inside the judge's clock, measured before any candidate code is in
-    the worker: a fixed part (messages, wake-ups) and a part per output tensor shared back. Capped, so a
-    machine noisy enough to calibrate high cannot open a large hiding place."""
+class HiddenWork:
+    """The candidate's excess set against the interleaved null's, and the verdict on it."""
 
-    fixed_ms: float = 0.0
-    per_output_ms: float = 0.0
-    sync_ms: float = 0.0  # wall clock beyond the events around an empty-ish batch
+    candidate_excess_ms: float  # median over the candidate's timed batches
+    null_excess_ms: float  # median over the null's batches
+    standard_error_ms: float
+    window_ms: float  # median of the candidate's (reported) windows
+    hidden_fraction: float  # the statistic: lower confidence bound of hidden time per window
+    batches: int
+    null_batches: int
 
-    MAX_FIXED_MS = 1.0
-    MAX_PER_OUTPUT_MS = 0.05
-    MAX_SYNC_MS = 0.05
+    @property
+    def rejects(self) -> bool:
+        return self.hidden_fraction > HIDDEN_FRACTION_LIMIT
 
-    def ms(self, outputs: int) -> float:
-        return self.fixed_ms + self.per_output_ms * max(outputs - 1, 0)
+    @property
+    def null_too_noisy(self) -> bool:
+        return self.null_excess_ms > MAX_NULL_EXCESS_MS
 
-    @classmethod
-    def fit(
-        cls, excess_by_outputs: dict[int, list[float]], sync_ms: list[float] | None = None
-    ) -> HarnessCost:
-        """From calibration batches of one and of several outputs (keys: outputs per batch)."""
-        medians = {n: statistics.median(v) for n, v in excess_by_outputs.items() if v}
-        sync = min(max(statistics.median(sync_ms), 0.0), cls.MAX_SYNC_MS) if sync_ms else 0.0
-        if not medians:
-            return cls(sync_ms=sync)
-        few, many = min(medians), max(medians)
-        per_output = (medians[many] - medians[few]) / (many - few) if many > few else 0.0
-        per_output = min(max(per_output, 0.0), cls.MAX_PER_OUTPUT_MS)
-        fixed = min(max(medians[few] - per_output * (few - 1), 0.0), cls.MAX_FIXED_MS)
-        return cls(fixed_ms=fixed, per_output_ms=per_output, sync_ms=sync)
+    def describe(self) -> str:
+        return (
+            f"the judge's clock ran a median {self.candidate_excess_ms:.4f} ms beyond the worker's per batch "
+            f"against {self.null_excess_ms:.4f} ms for a clean worker's interleaved batches (standard error "
+            f"{self.standard_error_ms:.4f} ms) over {self.window_ms:.4f} ms windows: at least "
+            f"{max(self.hidden_fraction, 0.0):.1%} of each window is unaccounted for (at most "
+            f"{HIDDEN_FRACTION_LIMIT:.0%} allowed)"
+        )
+
+
+def hidden_work(
+    candidate_excess_ms: list[float], null_excess_ms: list[float], windows_ms: list[float]
+) -> HiddenWork | None:
+    """The statistic over one evaluation's batches (None without batches on both sides)."""
+    if not candidate_excess_ms or not null_excess_ms or not windows_ms:
+        return None
+    candidate = statistics.median(candidate_excess_ms)
+    null = statistics.median(null_excess_ms)
+    # Robust spread of one batch's excess: the null's MAD (scaled to a standard deviation), also taken
+    # from the candidate's own batches when those scatter more (their median is less certain then).
+    spread = max(_robust_sd(null_excess_ms), _robust_sd(candidate_excess_ms), MIN_SPREAD_MS)
+    error = 1.2533 * spread * math.sqrt(1 / len(candidate_excess_ms) + 1 / len(null_excess_ms))
+    window = statistics.median(windows_ms)
+    fraction = (candidate - null - CONFIDENCE_Z * error) / max(window, MIN_WINDOW_MS)
+    return HiddenWork(
+        candidate_excess_ms=candidate,
+        null_excess_ms=null,
+        standard_error_ms=error,
+        window_ms=window,
+        hidden_fraction=fraction,
+        batches=len(candidate_excess_ms),
+        null_batches=len(null_excess_ms),
+    )
+
+
+def _robust_sd(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    centre = statistics.median(values)
+    return 1.4826 * statistics.median(abs(v - centre) for v in values)
+
+
+def calls_per_batch(
+    window_ms: float,
+    event_ms: float | None,
+    judge_ms: float,
+    calls: int,
+    *,
+    cap: int,
+) -> int:
+    """Calls per batch for `window_ms` of device work: sized by the events' device time per call, or, when
+    that would give fewer calls, by the judge's clock (an upper bound on the real time per call), so a
+    worker that reports slow calls in its warm-up cannot shrink its own windows."""
+    wanted = 1
+    for per_batch in (event_ms, judge_ms):
+        if per_batch is not None and per_batch > 0:
+            wanted = max(wanted, math.ceil(window_ms * calls / per_batch))
+    return max(1, min(wanted, cap))
 
 
 def physical_floor_ms(gpu_name: str, bytes_moved: int) -> float | None:

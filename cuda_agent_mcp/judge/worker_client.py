@@ -150,6 +150,11 @@ class Worker:
         """Where the worker finds `directory`'s files to import (a container copies them into its view)."""
         return directory
 
+    @property
+    def gpu_pid(self) -> int | None:
+        """The worker's pid as the GPU driver sees it (NVML's accounting), where the judge knows it."""
+        return None
+
     # -- what each kind of worker provides -------------------------------------------------------
 
     @property
@@ -240,6 +245,10 @@ class WorkerProcess(Worker):
 
     def exit_status(self) -> int | None:
         return self.process.poll()
+
+    @property
+    def gpu_pid(self) -> int | None:
+        return self.process.pid  # the judge and its forked workers share a pid namespace
 
     def thread_count(self) -> int | None:
         """The worker's OS threads, as the kernel counts them (None once it has exited)."""

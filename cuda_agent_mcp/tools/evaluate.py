@@ -19,7 +19,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import BuildProgress, ProgressCallback
-from cuda_agent_mcp.errors import JudgeFailed
+from cuda_agent_mcp.errors import JudgeFailed, TaskError
 from cuda_agent_mcp.evaluation.audit import audit_workspace
 from cuda_agent_mcp.evaluation.intervals import speedup_interval, straddles
 from cuda_agent_mcp.evaluation.job import DISTRIBUTIONS, EvalJob, JudgeReport, Timeouts, TimingPolicy
@@ -50,6 +50,9 @@ from cuda_agent_mcp.workspace import CANDIDATE_FILE, EXTENSION_NAME, REFERENCE_F
 STRICT_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
 # Honest fp32 kernels land near 1e-6 relative error norm; fp16 or TF32 rounding gives about 3e-4.
 PRECISION_NORM_LIMIT = 1e-4
+# An evaluation whose harness failed (issue 23: never the candidate's) runs again on a fresh judge, this
+# many times, before it is reported as an infrastructure failure.
+HARNESS_RETRIES = 2
 
 
 class VerifyRequest(BaseModel):
@@ -459,15 +462,29 @@ async def run_judge(
             judge_started = time.monotonic()
             env = judge_env(gpu, session.worker_backend, session.judge_tenant)
             await anyio.to_thread.run_sync(session.check_worker_backend, env)
-            try:
-                report, startup_s = await session.judges.run(job, env, timeout_s)
-            except JudgeFailed:
-                await _check_gpu(session, gpu)
-                raise
-            if needs_health_check(report):
-                await _check_gpu(session, gpu)  # before the lease goes to the next job
+            for attempt in range(1 + HARNESS_RETRIES):
+                try:
+                    report, startup_s = await session.judges.run(job, env, timeout_s)
+                except JudgeFailed:
+                    await _check_gpu(session, gpu)
+                    raise
+                if needs_health_check(report):
+                    await _check_gpu(session, gpu)  # before the lease goes to the next job
+                if not report.infra_error:
+                    break
+                # A failed harness step is the machine's: again on a fresh judge (the pool retires the
+                # one that reported it), and reported as infrastructure only if it persists.
+                if progress is not None:
+                    message = f"the harness failed (not the candidate): again on a fresh judge, {attempt + 1} of {HARNESS_RETRIES}"
+                    progress(
+                        BuildProgress(stage="retry", message=message, done=attempt + 1, total=HARNESS_RETRIES)
+                    )
+        if report.task_error:
+            raise TaskError(f"task error: {report.task_error[-2000:]}")
         if report.infra_error:
-            raise JudgeFailed(f"the judge failed: {report.infra_error[-2000:]}")
+            raise JudgeFailed(
+                f"the judge failed ({1 + HARNESS_RETRIES} attempts on fresh judges): {report.infra_error[-2000:]}"
+            )
         judge_s = round(time.monotonic() - judge_started, 4)
         phases = {"judge": judge_s, "judge_start": startup_s, **report.phases_s}
         return report.model_copy(update={"phases_s": phases})

@@ -76,8 +76,9 @@ class PrepareRequest(_Message):
 
     Every batch of an evaluation, verified or timed, is prepared and run the same way (principle 1:
     nothing in the worker tells a checked call from a timed one); the judge alone decides what a batch's
-    times and outputs are used for. Before any LoadRequest a batch runs the worker's echo model: the
-    judge's calibration of the harness's own cost while no candidate code is in the process."""
+    times and outputs are used for. A worker that is never loaded runs its echo model instead: the null
+    worker, a clean process whose batches the judge interleaves with the candidate's to measure the
+    harness's own cost in the same conditions (judge/timing.py)."""
 
     op: Literal["prepare"] = "prepare"
     sets: list[InputSet] = Field(
@@ -91,9 +92,16 @@ class PrepareRequest(_Message):
     echo_outputs: list[EchoOutput] = Field(
         default_factory=list,
         max_length=64,
-        description="calibration only (no model loaded yet): the echo model returns new tensors of these "
+        description="null worker only (no model loaded): the echo model returns new tensors of these "
         "shapes and dtypes, so the harness's cost of sharing them back is measured on outputs like the "
         "task's (a large output is a new allocation to export, a small one is not)",
+    )
+    echo_spin_ms: float = Field(
+        default=0.0,
+        ge=0,
+        le=10_000,
+        description="null worker only: device time each echo call spends on the GPU, so the null's windows "
+        "are as long as the candidate's",
     )
 
 
@@ -192,11 +200,12 @@ class Pong(_Message):
 
 
 class Failure(_Message):
-    """Candidate code raised. `cuda_error` means the context is gone and the worker will exit."""
+    """A request raised in the worker. `cuda_error` means the context is gone and the worker will exit;
+    `out_of_memory` is the worker's word, which the judge checks against the memory it measures itself."""
 
     op: Literal["failure"] = "failure"
     phase: Literal["load", "call"]
-    kind: Literal["exception", "cuda_error", "bad_output", "protocol"]
+    kind: Literal["exception", "cuda_error", "bad_output", "protocol", "out_of_memory"]
     message: str = Field(max_length=8000)
 
 

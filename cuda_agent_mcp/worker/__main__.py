@@ -37,7 +37,7 @@ from cuda_agent_mcp.wire.protocol import (
     read_frame_body,
     write_frame,
 )
-from cuda_agent_mcp.worker.runner import Runner, is_cuda_error, warm_up
+from cuda_agent_mcp.worker.runner import Runner, is_cuda_error, is_out_of_memory, warm_up
 
 EXIT_CUDA_ERROR = 3
 
@@ -75,7 +75,9 @@ def serve(request_fd: int, reply_fd: int) -> None:
                 write_frame(reply_fd, Released())
         except Exception as exc:
             cuda = is_cuda_error(exc)
-            kind: Literal["cuda_error", "exception"] = "cuda_error" if cuda else "exception"
+            kind: Literal["cuda_error", "exception", "out_of_memory"] = (
+                "out_of_memory" if is_out_of_memory(exc) else "cuda_error" if cuda else "exception"
+            )
             write_frame(reply_fd, Failure(phase=phase, kind=kind, message=_describe(exc)))
             if cuda:
                 os._exit(EXIT_CUDA_ERROR)

@@ -46,6 +46,11 @@ def is_cuda_error(exc: BaseException) -> bool:
     return "CUDA error" in str(exc) or "cudaError" in str(exc)
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """torch's caching allocator could not get device memory (the context stays usable)."""
+    return isinstance(exc, torch.OutOfMemoryError)
+
+
 class OpRecorder(TorchDispatchMode):
     """Records the aten ops dispatched inside forward(). Runs in the candidate's process, so a candidate
     can evade it; the judge treats what it reports as evidence against, never as proof for."""
@@ -84,6 +89,8 @@ class Runner:
         # offsets into the same few pools, so mapping is paid once per evaluation, not per call.
         self._mapped: dict[str, Any] = {}
         self.echo_outputs: list[tuple[list[int], torch.dtype]] = []
+        self.echo_spin_cycles = 0
+        self._cycles_per_ms: float | None = None
 
     def load(self, request: LoadRequest) -> Loaded:
         self.device = torch.device(request.device)
@@ -122,6 +129,7 @@ class Runner:
         if self.model is None:
             self._calibration_device([ref for refs in request.sets for ref in refs])
             self.echo_outputs = [(list(o.shape), ALLOWED_DTYPES[o.dtype]) for o in request.echo_outputs]
+            self.echo_spin_cycles = int(request.echo_spin_ms * self._spin_rate())
         if self.device.type == "cuda":
             # Outputs the judge has copied and released leave torch's IPC limbo now, not inside a timed
             # batch, so the next outputs reuse their memory instead of exporting new allocations.
@@ -245,11 +253,30 @@ class Runner:
         return ""
 
     def _echo(self, *args: Any) -> Any:
-        """The calibration model: new outputs shaped like the task's (from the judge), else a small copy."""
+        """The null worker's model: device time as long as the candidate's call (a spin), then new outputs
+        shaped like the task's (allocated, not written: sharing them is the harness's cost being
+        measured), else a small copy."""
+        if self.echo_spin_cycles > 0:
+            torch.cuda._sleep(self.echo_spin_cycles)
         if not self.echo_outputs:
             return _echo(*args)
-        outputs = [torch.zeros(shape, dtype=dtype, device=self.device) for shape, dtype in self.echo_outputs]
+        outputs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in self.echo_outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _spin_rate(self) -> float:
+        """GPU clock cycles per millisecond of `torch.cuda._sleep`, measured once with events."""
+        if self.device.type != "cuda":
+            return 0.0
+        if self._cycles_per_ms is None:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            cycles = 2_000_000
+            torch.cuda._sleep(cycles)  # the first launch pays module loading
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            end.synchronize()
+            self._cycles_per_ms = cycles / max(start.elapsed_time(end), 1e-3)
+        return self._cycles_per_ms
 
     def _release_outputs(self) -> None:
         for ref in self.kept_refs:
@@ -277,18 +304,26 @@ class Runner:
         """Fill the memory the caching allocator will hand out next, so unwritten outputs show up.
 
         Every free block the allocator caches is taken back (by asking for exactly its size, largest
-        first, which its best-fit search answers with that block) and filled; a block of `nbytes` is
-        added while no free block is that large. Once the cache holds one, poisoning allocates nothing
-        new: asking for fresh device memory on every call cost ~0.5 s per call on 6.4 GB outputs."""
+        first, which its best-fit search answers with that block) and filled; a block of `nbytes` (the
+        batch's outputs, nothing more) is added while no free block is that large. Poisoning never runs
+        the device out of memory: an allocation that fails ends the taking (the allocator has then emptied
+        its cache, so the sizes read before are stale) and what was taken is filled. Once the cache holds a
+        block as large as the outputs, poisoning allocates nothing new: asking for fresh device memory on
+        every call cost ~0.5 s per call on 6.4 GB outputs."""
         if self.device.type != "cuda":
             block = torch.empty(max(nbytes // 4, 1), dtype=torch.float32, device=self.device)
             block.fill_(value)
             return
         free = free_block_sizes(self.device)
+        # Cached blocks first (no new device memory), then the outputs' block if none was that large: a
+        # failing fresh allocation then finds nothing cached to release and fails cleanly.
+        wanted = free + ([nbytes] if nbytes and (not free or free[0] < nbytes) else [])
         held = []
-        if not free or free[0] < nbytes:
-            held.append(torch.empty(nbytes, dtype=torch.uint8, device=self.device))
-        held.extend(torch.empty(size, dtype=torch.uint8, device=self.device) for size in free)
+        for size in wanted:
+            try:
+                held.append(torch.empty(size, dtype=torch.uint8, device=self.device))
+            except torch.OutOfMemoryError:
+                break
         for block in held:
             usable = block.numel() // 4 * 4
             block[:usable].view(torch.float32).fill_(value)

@@ -122,12 +122,14 @@ def test_profiling_on_the_cpu_times_fresh_checked_calls(run_judge) -> None:
     assert report.candidate.median_ms > 0
 
 
-def test_profiling_reports_the_harness_cost_it_calibrated(run_judge) -> None:
+def test_profiling_on_the_cpu_runs_no_null_and_claims_no_clock_statistic(run_judge) -> None:
+    # Without CUDA events there is nothing to cross-check the judge's clock against: no null worker runs,
+    # and the statistic is absent rather than a number that means nothing.
     report = run_judge(HONEST, mode="profile")
     assert isinstance(report.verdict, Passed), report.verdict
     stats = report.candidate
-    assert stats is not None and stats.harness_excess_ms is not None
-    assert 0.0 <= stats.harness_excess_ms <= 2.0
+    assert stats is not None and stats.harness_excess_ms is None and stats.hidden_fraction is None
+    assert "null_calls" not in report.phases_s
 
 
 def test_profiling_rechecks_every_timed_output(run_judge) -> None:

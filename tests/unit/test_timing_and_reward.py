@@ -8,50 +8,87 @@ import pytest
 
 from cuda_agent_mcp.evaluation.reward import FAIL, milestones, reward
 from cuda_agent_mcp.judge.timing import (
-    HarnessCost,
+    HIDDEN_FRACTION_LIMIT,
+    MAX_NULL_EXCESS_MS,
+    calls_per_batch,
     clock_problem,
+    hidden_work,
     median_rse,
     physical_floor_ms,
     summarize,
-    systematic_excess,
 )
 
 
-def test_honest_times_agree_with_the_judges_clock() -> None:
-    assert clock_problem(event_ms=3.0, worker_wall_ms=3.04, judge_ms=3.4, overhead_ms=0.3) is None
-    # A batch of short calls: a 2 ms window, the harness's calibrated cost beside it.
-    assert clock_problem(event_ms=2.0, worker_wall_ms=2.03, judge_ms=2.3, overhead_ms=0.25) is None
+def test_honest_worker_clocks_agree() -> None:
+    assert clock_problem(event_ms=3.0, worker_wall_ms=3.04, judge_ms=3.4) is None
+    # The judge's clock running late is not a per-batch matter any more: the null decides (hidden_work).
+    assert clock_problem(event_ms=2.0, worker_wall_ms=2.03, judge_ms=4.0) is None
 
 
 @pytest.mark.parametrize(
     ("event", "wall", "judge", "why"),
     [
         (0.001, 3.0, 3.3, "a patched event timer, or work on another stream: the wall clock saw it"),
-        (0.001, 0.002, 3.3, "both worker clocks forged: the judge's clock saw the time pass"),
         (3.0, 3.1, 1.0, "the worker claims more time than passed"),
-        (2.0, 2.0, 2.8, "35% of hidden work beside a 2 ms window: no fixed margin absorbs it any more"),
         (2.0, 2.6, 2.7, "work after the events stop, inside the wall clock"),
+        (3.0, 1.0, 3.3, "events above the wall clock"),
     ],
 )
-def test_forged_times_disagree(event: float, wall: float, judge: float, why: str) -> None:
-    assert clock_problem(event_ms=event, worker_wall_ms=wall, judge_ms=judge, overhead_ms=0.1) is not None, (
-        why
-    )
+def test_worker_clocks_that_contradict_each_other_disagree(
+    event: float, wall: float, judge: float, why: str
+) -> None:
+    assert clock_problem(event_ms=event, worker_wall_ms=wall, judge_ms=judge) is not None, why
 
 
-def test_one_late_reply_is_noise_but_a_systematic_excess_is_hidden_work() -> None:
-    windows = [2.0] * 20
-    assert not systematic_excess([0.05] * 17 + [3.0] * 3, windows)
-    assert systematic_excess([0.2] * 20, windows)  # 10% of every window: each batch alone is within noise
-    assert clock_problem(event_ms=2.0, worker_wall_ms=2.0, judge_ms=2.3, overhead_ms=0.1) is None
+def _noise(centre: float, spread: float, n: int) -> list[float]:
+    """Deterministic scatter around `centre` (a stand-in for the H200's null: median ~0.1 ms, MAD ~0.04)."""
+    return [centre + spread * math.sin(1.7 * i) for i in range(n)]
 
 
-def test_the_harness_cost_is_fitted_from_calibration_batches_and_capped() -> None:
-    cost = HarnessCost.fit({1: [0.10, 0.12, 0.11], 16: [0.40, 0.41, 0.42]})
-    assert cost.fixed_ms == pytest.approx(0.11) and cost.per_output_ms == pytest.approx(0.02)
-    assert cost.ms(16) == pytest.approx(0.41)
-    noisy = HarnessCost.fit({1: [9.0], 16: [30.0]})
-    assert noisy.fixed_ms == HarnessCost.MAX_FIXED_MS and noisy.per_output_ms == HarnessCost.MAX_PER_OUTPUT_MS
+def test_an_honest_candidate_with_the_nulls_excess_is_not_hiding_work() -> None:
+    # The case the old rule rejected: 0.1 ms of harness cost over 1.2 ms windows.
+    stat = hidden_work(_noise(0.11, 0.05, 12), _noise(0.10, 0.05, 12), [1.2] * 12)
+    assert stat is not None and stat.hidden_fraction < 0 and not stat.rejects
+
+
+def test_a_late_reply_or_two_is_noise() -> None:
+    candidate = _noise(0.1, 0.03, 14) + [2.5, 3.0]
+    stat = hidden_work(candidate, _noise(0.1, 0.03, 16), [5.0] * 16)
+    assert stat is not None and not stat.rejects
+
+
+@pytest.mark.parametrize("hidden_share", [0.2, 0.5, 0.99])
+def test_a_worker_that_forges_both_clocks_shows_its_hidden_share_of_the_window(hidden_share: float) -> None:
+    # Real batches of 5 ms; the worker reports (1 - f) of it on both of its clocks.
+    real = 5.0
+    reported = real * (1 - hidden_share)
+    candidate = [e + real * hidden_share for e in _noise(0.1, 0.03, 12)]
+    stat = hidden_work(candidate, _noise(0.1, 0.03, 12), [reported] * 12)
+    assert stat is not None and stat.rejects
+    # Below the limit only by the confidence margin (Z standard errors of the difference of medians).
+    assert stat.hidden_fraction == pytest.approx(real * hidden_share / max(reported, 2.0), rel=0.2)
+
+
+def test_the_statistic_needs_both_sides() -> None:
+    assert hidden_work([0.1], [], [1.0]) is None and hidden_work([], [0.1], [1.0]) is None
+
+
+def test_a_null_noisier_than_the_cap_is_flagged_not_granted() -> None:
+    stat = hidden_work(_noise(2.0, 0.1, 10), _noise(MAX_NULL_EXCESS_MS + 0.5, 0.1, 10), [5.0] * 10)
+    assert stat is not None and stat.null_too_noisy
+
+
+def test_the_limit_sits_between_honest_noise_and_a_meaningful_forgery() -> None:
+    assert 0 < HIDDEN_FRACTION_LIMIT < 0.25  # a forger hiding 20% of its time shows 0.25
+
+
+def test_windows_are_sized_by_device_time_and_never_smaller_than_the_judges_clock_asks() -> None:
+    # 10 us per call by the events: 500 calls for 5 ms, capped by the protocol.
+    assert calls_per_batch(5.0, event_ms=0.01, judge_ms=0.2, calls=1, cap=256) == 256
+    assert calls_per_batch(5.0, event_ms=0.5, judge_ms=0.9, calls=1, cap=256) == 10
+    # A worker reporting slow warm-up calls gets the judge clock's (larger) count.
+    assert calls_per_batch(5.0, event_ms=50.0, judge_ms=0.6, calls=1, cap=256) == 9
+    assert calls_per_batch(5.0, event_ms=None, judge_ms=0.0, calls=1, cap=256) == 1
 
 
 def test_statistics_of_samples() -> None:
