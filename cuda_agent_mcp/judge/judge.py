@@ -405,7 +405,7 @@ class Judge:
     ) -> list[list[torch.Tensor]]:
         """Private copies of every output; an output that aliases an input or another output is a
         contract violation (principle 10), whatever the worker says about it."""
-        limit = 4 * out_bytes + (1 << 20)
+        limit = output_limit_bytes(out_bytes)
         copies = []
         try:
             for index, (result, inputs) in enumerate(zip(reply.sets, staged, strict=True)):
@@ -886,6 +886,12 @@ def _derived(seed: int, index: int) -> int:
 def _scalars(values: list[Any]) -> str:
     scalars = {i: v for i, v in enumerate(values) if not isinstance(v, torch.Tensor)}
     return base64.b64encode(pickle.dumps(scalars)).decode() if scalars else ""
+
+
+def output_limit_bytes(out_bytes: int) -> int:
+    """The most bytes one output's view may cover when the reference's outputs take `out_bytes`:
+    room for the hidden sizes (a little larger) and for small outputs, never for their storage."""
+    return 4 * out_bytes + (1 << 20)
 
 
 def _aliases(outputs: list[TensorRef], inputs: list[TensorRef]) -> str | None:

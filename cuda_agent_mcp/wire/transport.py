@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import math
 import os
+import stat
 import uuid
 from typing import Any
 
@@ -99,7 +100,11 @@ def share(tensor: torch.Tensor) -> TensorRef:
 
 
 def open_ref(ref: TensorRef, *, max_bytes: int, expected_device: int | None = None) -> torch.Tensor:
-    """Map the memory `ref` describes as an exact torch.Tensor; TransportError if anything is off."""
+    """Map the memory `ref` describes as an exact torch.Tensor; TransportError if anything is off.
+
+    `max_bytes` bounds the bytes the view covers (what a copy of it takes), not its storage: on CUDA a
+    view's storage is its whole allocation (a 0-dim loss keeps its elementwise buffer, a slice keeps
+    its workspace), and mapping it costs nothing more than the view's own pages."""
     dtype = ALLOWED_DTYPES.get(ref.dtype)
     if dtype is None:
         raise TransportError(f"dtype {ref.dtype!r} is not allowed")
@@ -115,9 +120,10 @@ def open_ref(ref: TensorRef, *, max_bytes: int, expected_device: int | None = No
     payload = ref.payload
     if extent * itemsize > payload.storage_size_bytes:
         raise TransportError("the tensor reaches past the end of its storage")
-    if payload.storage_size_bytes > max_bytes:
+    if (view_bytes := numel * itemsize) > max_bytes:
         raise TransportError(
-            f"storage of {payload.storage_size_bytes} bytes exceeds the limit of {max_bytes}"
+            f"a tensor of {view_bytes} bytes ({ref.dtype}, shape {ref.shape}) exceeds the limit "
+            f"of {max_bytes} bytes"
         )
     if isinstance(payload, CudaIpcPayload):
         if expected_device is not None and payload.device != expected_device:
@@ -125,6 +131,16 @@ def open_ref(ref: TensorRef, *, max_bytes: int, expected_device: int | None = No
         storage = _open_cuda(payload)
     else:
         path = shm_dir() / payload.name
+        # The mapping is lazy (only the view's pages are read), so the file's real size is the bound on
+        # what is mapped: from_file would grow a shorter file to the size the sender claims.
+        try:
+            info = os.stat(path, follow_symlinks=False)
+        except OSError as exc:
+            raise TransportError(f"cannot map {payload.name}: {exc.strerror}") from None
+        if not stat.S_ISREG(info.st_mode) or info.st_size < payload.storage_size_bytes:
+            raise TransportError(
+                f"{payload.name} is not a file of at least {payload.storage_size_bytes} bytes"
+            )
         try:
             flat = torch.from_file(str(path), shared=True, size=payload.storage_size_bytes, dtype=torch.uint8)
         except (RuntimeError, OSError) as exc:

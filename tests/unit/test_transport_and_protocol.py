@@ -53,7 +53,7 @@ def test_descriptions_that_leave_their_storage_are_refused(
         open_ref(forged, max_bytes=1 << 20)
 
 
-def test_a_storage_larger_than_the_limit_is_refused(shared: TensorRef) -> None:
+def test_a_tensor_larger_than_the_limit_is_refused(shared: TensorRef) -> None:
     with pytest.raises(TransportError, match="exceeds the limit"):
         open_ref(shared, max_bytes=16)
 
