@@ -197,6 +197,11 @@ class Rejected(_Frozen):
     ]
     message: str
     findings: list[AuditFinding] = []
+    evidence: dict[str, float] = Field(
+        default_factory=dict,
+        description="the measured numbers behind the rejection (for timing_disagreement the timing rule's "
+        "statistic `hidden_fraction` and its parts), so it can be audited and compared across runs",
+    )
 
 
 Verdict = Annotated[

@@ -83,7 +83,7 @@ from cuda_agent_mcp.wire.protocol import (
     RunRequest,
 )
 from cuda_agent_mcp.wire.refs import CudaIpcPayload, TensorRef, release_shm
-from cuda_agent_mcp.wire.transport import TransportError, dtype_name, open_ref
+from cuda_agent_mcp.wire.transport import MappingFailed, TransportError, dtype_name, open_ref
 
 POISON_VALUES = (float("nan"), -7.77e7)
 _FULL_PRECISION = (torch.float32, torch.float64)
@@ -418,6 +418,8 @@ class Judge:
                 copies.append([open_ref(r, max_bytes=limit).clone() for r in result.outputs])
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
+        except MappingFailed as exc:
+            raise HarnessFault(f"the judge could not map a worker's output: {exc}") from None
         except TransportError as exc:
             raise VerdictReached(ContractViolation(check="transport", trial=0, message=str(exc))) from None
         return copies
@@ -870,7 +872,17 @@ def _timing_disagreement(
 ) -> Rejected:
     counts = ", ".join(f"{reason}: {count}" for reason, count in reasons.most_common())
     detail = stat.describe() if stat is not None else "no null to compare the judge's clock with"
+    evidence = {"discarded_batches": float(disagreements), "kept_batches": float(samples)}
+    if stat is not None:
+        evidence |= {
+            "hidden_fraction": round(stat.hidden_fraction, 6),
+            "candidate_excess_ms": round(stat.candidate_excess_ms, 6),
+            "null_excess_ms": round(stat.null_excess_ms, 6),
+            "standard_error_ms": round(stat.standard_error_ms, 6),
+            "window_ms": round(stat.window_ms, 6),
+        }
     return Rejected(
+        evidence=evidence,
         reason="timing_disagreement",
         message=f"{disagreements} of {samples + disagreements} timed batches reported times their own clocks "
         f"contradict ({counts or 'none singly'}; more than half rejects); {detail}. Time only the work you "

@@ -124,7 +124,7 @@ def run_job(
             environment=environment,
         )
     except (HarnessFault, TaskFault) as fault:
-        return _fault_report(fault, job, gpu, judge.clock.as_dict(), environment)
+        return _fault_report(fault, gpu, judge.clock.as_dict(), environment)
     finally:
         for started in (worker, null):
             if started is not None:
@@ -154,7 +154,6 @@ def _baselines(judge: Judge) -> tuple[TimingStats | None, TimingStats | None, bo
 
 def _fault_report(
     fault: HarnessFault | TaskFault,
-    job: EvalJob,
     gpu: str = "",
     phases: dict[str, float] | None = None,
     environment: dict[str, str] | None = None,

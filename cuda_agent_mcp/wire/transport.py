@@ -43,6 +43,11 @@ class TransportError(ValueError):
     """A TensorRef that cannot be opened or is inconsistent: a protocol violation by the sender."""
 
 
+class MappingFailed(TransportError):
+    """A well-formed CUDA IPC handle the driver would not map here: the machine's failure as far as the
+    receiver can tell (an honest sender's handles always map), so never charged to the sender alone."""
+
+
 def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode()
 
@@ -163,4 +168,4 @@ def _open_cuda(payload: CudaIpcPayload) -> Any:
             payload.event_sync_required,
         )
     except (RuntimeError, ValueError, TypeError) as exc:
-        raise TransportError(f"cannot open CUDA IPC handle: {exc}") from None
+        raise MappingFailed(f"cannot open CUDA IPC handle: {exc}") from None

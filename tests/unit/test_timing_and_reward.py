@@ -52,7 +52,7 @@ def test_an_honest_candidate_with_the_nulls_excess_is_not_hiding_work() -> None:
 
 
 def test_a_late_reply_or_two_is_noise() -> None:
-    candidate = _noise(0.1, 0.03, 14) + [2.5, 3.0]
+    candidate = [*_noise(0.1, 0.03, 14), 2.5, 3.0]
     stat = hidden_work(candidate, _noise(0.1, 0.03, 16), [5.0] * 16)
     assert stat is not None and not stat.rejects
 
