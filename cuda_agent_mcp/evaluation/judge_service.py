@@ -36,7 +36,7 @@ from cuda_agent_mcp.evaluation.job import (
     JudgeReport,
     ServerReady,
 )
-from cuda_agent_mcp.isolation.judge_user import JudgeStart, plan_judge_start
+from cuda_agent_mcp.isolation.judge_user import JudgeStart, as_server_user, plan_judge_start
 from cuda_agent_mcp.isolation.worker_containers import remove_workers_of
 from cuda_agent_mcp.wire import JUDGE_MODULE
 from cuda_agent_mcp.wire.protocol import FrameError, encode, read_frame_body
@@ -68,9 +68,8 @@ class JudgeServer:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", JUDGE_MODULE]
         environment = {**env, SHM_TAG_ENV: self.shm_tag}
-        self.start = plan_judge_start(
-            argv, environment, state_dir or log_path.parent, workers=self.worker_backend
-        )
+        state_dir = state_dir or log_path.parent
+        self.start = plan_judge_start(argv, environment, state_dir, workers=self.worker_backend)
         try:
             self._launch(start_timeout_s)
         except JudgeFailed as exc:
@@ -84,8 +83,8 @@ class JudgeServer:
             )
             self.start.close()
             reason = str(exc).split(";")[0][:200]
-            self.start = JudgeStart(
-                argv, environment, isolation=f"as the server's user (as uid {self.start.uid}: {reason})"
+            self.start = as_server_user(
+                argv, environment, state_dir, f"as the server's user (as uid {self.start.uid}: {reason})"
             )
             self._launch(start_timeout_s)
 

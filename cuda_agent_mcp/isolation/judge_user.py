@@ -9,7 +9,10 @@ keeps working.
 
 The judge keeps its state (Triton and inductor caches, its baselines file) in a home directory of its
 own, `<state>/judge-home`, owned by the worker uid; the job files a judge must read are copied there for
-it (`JudgeStart.inbox`), since the tool layer's scratch directory is not the judge's to enter.
+it (`JudgeStart.inbox`), since the tool layer's scratch directory is not the judge's to enter. A judge
+started as this process's user keeps its caches in `<state>/judge-cache` (a directory of its own: a
+root judge's files in the worker uid's caches would be unwritable there). Either way the judge has a
+complete identity (`isolation/identity.py`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from functools import cache
 from pathlib import Path
 
 from cuda_agent_mcp.isolation.cgroup import DELEGATED_ENV, delegate, remove_tree
+from cuda_agent_mcp.isolation.identity import compile_cache_env, identity_env
 from cuda_agent_mcp.isolation.uids import WORKER_UID, lend_tree, switching_users
 
 JUDGE_USER_ENV = "CUDA_AGENT_JUDGE_USER"
@@ -71,26 +75,49 @@ def judge_home(state_dir: Path, uid: int) -> Path:
     return home
 
 
+def judge_caches(home: Path, uid: int) -> Path:
+    """Where a judge running as `uid` keeps its compile caches: `home/cache`, made for it now. Best
+    effort: a judge that cannot write there uses a directory of its own instead (judge/server.py)."""
+    root = home / "cache"
+    with contextlib.suppress(OSError):
+        for path in (root, *map(Path, compile_cache_env(root).values())):
+            path.mkdir(mode=0o700, exist_ok=True)
+            os.chown(path, uid, uid)
+    return root
+
+
+def as_server_user(
+    argv: list[str], env: dict[str, str], state_dir: Path, isolation: str, fallback: str | None = None
+) -> JudgeStart:
+    """A judge started as this process's user: its home as given, its identity and its compile caches
+    (persistent, in `<state>/judge-cache`) set."""
+    private = {
+        **identity_env(os.getuid(), env.get("HOME", "/tmp")),
+        **compile_cache_env(state_dir / "judge-cache"),
+    }
+    return JudgeStart(argv, {**env, **private}, isolation=isolation, fallback=fallback)
+
+
 def plan_judge_start(argv: list[str], env: dict[str, str], state_dir: Path, *, workers: str) -> JudgeStart:
     """The judge's command and environment (see the module docstring)."""
     choice = os.environ.get(JUDGE_USER_ENV, "auto")
     if choice == "server" or workers != "fork":
         why = "asked for" if choice == "server" else f"its workers run as {workers}"
-        return JudgeStart(argv, env, isolation=f"as the server's user ({why})")
+        return as_server_user(argv, env, state_dir, f"as the server's user ({why})")
     if not switching_users():
-        return JudgeStart(argv, env, isolation="as the server's user (not root: no other uid to take)")
+        return as_server_user(argv, env, state_dir, "as the server's user (not root: no other uid to take)")
     if (problem := namespaces_problem()) is not None:
-        return JudgeStart(argv, env, isolation=f"as the server's user ({problem})", fallback=problem)
+        return as_server_user(argv, env, state_dir, f"as the server's user ({problem})", problem)
     uid = WORKER_UID
     home = judge_home(state_dir, uid)
     private = {
-        "HOME": str(home),
+        # The worker uid has no passwd entry on most machines: its name and home are given, never looked up.
+        **identity_env(uid, home),
         "TMPDIR": "/tmp",
-        # Compiler caches in the judge's private /tmp (a tmpfs of its own, always writable there): a cache
-        # under the state directory failed to be created when that directory was not reachable for the uid
-        # (the bench's CPU suites, whose cache is under a private pytest directory).
-        "TRITON_CACHE_DIR": "/tmp/judge-triton",
-        "TORCHINDUCTOR_CACHE_DIR": "/tmp/judge-inductor",
+        # Caches that outlive the judge (the next one does not compile again), in its home, which is always
+        # reachable for it (below); the torch.compile baselines share them only where candidates cannot
+        # reach them (Worker.trusted_compile_caches).
+        **compile_cache_env(judge_caches(home, uid)),
     }
     cgroup = delegate(f"judge-{uuid.uuid4().hex[:12]}", uid)
     if cgroup is not None:

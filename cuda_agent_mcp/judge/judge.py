@@ -321,6 +321,9 @@ class Judge:
             # Baselines load only the reference (trusted code): torch.compile's caches (inductor's
             # precompiled header is over 64 MiB on the CPU) get room; candidates get the task's limit.
             max_file_bytes=self.max_file_bytes if confine else BASELINE_FILE_BYTES,
+            # The torch.compile baseline (trusted) may reuse the judge's persistent caches where candidates
+            # cannot write them (Worker.trusted_compile_caches); a candidate only ever has its own.
+            compile_caches=worker.trusted_compile_caches() if compile_model and not confine else {},
         )
         try:
             with self.clock.phase("worker_load"):

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import torch
 
 from cuda_agent_mcp.executors.local import child_python_path
+from cuda_agent_mcp.isolation.identity import compile_cache_env, identity_env
 from cuda_agent_mcp.results import SanitizerReport
 from cuda_agent_mcp.wire import SANITIZE_TARGET_MODULE
 
@@ -63,7 +64,8 @@ class SanitizerTarget:
             env={
                 **env,
                 "PYTHONPATH": child_python_path(env.get("PYTHONPATH", "")),
-                "HOME": str(work),
+                **identity_env(os.getuid(), work),  # a worker: who it is and its caches, as worker_env gives
+                **compile_cache_env(work / "cache"),
                 "TMPDIR": str(work),
                 # Every tensor its own cudaMalloc: the sanitizer checks accesses against allocations, and
                 # the caching allocator's 2 MiB segments would hide a read just past a tensor's end.

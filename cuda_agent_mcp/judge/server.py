@@ -35,12 +35,14 @@ from cuda_agent_mcp.evaluation.job import (
     JudgeReport,
     ServerReady,
 )
+from cuda_agent_mcp.isolation.identity import usable_compile_caches
 from cuda_agent_mcp.judge.worker_client import ForkedWorkerPool, WorkerPool, start_fork_server
 from cuda_agent_mcp.results import Crashed
 from cuda_agent_mcp.wire.protocol import read_frame_body, write_frame
 
-# Workers get only what they need: tools, locale, GPU selection and where our dependencies are. HOME and
-# TMPDIR are each worker's own directory (worker_client.py), never the judge's.
+# Workers get only what they need: tools, locale, GPU selection and where our dependencies are. HOME,
+# TMPDIR and the compile caches are each worker's own directory, USER and LOGNAME set anew
+# (worker_client.py: worker_env), never the judge's.
 _WORKER_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "PYTHONPATH")
 _PR_SET_DUMPABLE = 4
 
@@ -57,6 +59,13 @@ def main() -> None:
     os.dup2(2, 1)  # prints from reference code must not reach the reply pipe
     env = {k: v for k, v in os.environ.items() if k in _WORKER_ENV_KEYS}
     scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-"))
+    # The compile caches its starter named (persistent), else ones in its scratch (gone with it): a cache
+    # that cannot be written fails every torch.compile and Triton kernel. Before the fork server starts,
+    # which takes this environment.
+    if moved := usable_compile_caches(os.environ, scratch / "compile-cache"):
+        print(
+            f"judge: {', '.join(moved)} not writable here; using {scratch / 'compile-cache'}", file=sys.stderr
+        )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the finally below cleans up
     workers = _worker_pool(scratch, env)  # its workers' start overlaps this process's torch import
     try:

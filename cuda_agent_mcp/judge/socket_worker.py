@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cuda_agent_mcp.executors.local import child_python_path
+from cuda_agent_mcp.isolation.identity import compile_cache_env, identity_env
 from cuda_agent_mcp.isolation.uids import chown_tree
 from cuda_agent_mcp.judge.worker_client import Worker
 from cuda_agent_mcp.wire import WORKER_PACKAGE
@@ -65,14 +66,14 @@ class SocketWorker(Worker):
             chown_tree(self.directory, uid, uid)  # the worker writes here; we (root) read anyway
 
     def environment(self, env: Mapping[str, str], shm: Path) -> dict[str, str]:
-        """The worker's whole environment: tools, locale, our import path, its shared-memory names."""
+        """The worker's whole environment: tools, locale, our import path, its shared-memory names, and
+        its identity and compile caches in its container's own /tmp (`isolation/identity.py`: the image
+        has a passwd entry for its user, but a GPU worker runs as the judge's uid, which may have none)."""
         return {
             **{k: v for k in _ENV_KEYS if (v := env.get(k)) is not None},
-            "HOME": "/tmp",
+            **identity_env(os.getuid() if self._uid is None else self._uid, "/tmp"),
+            **compile_cache_env("/tmp/cache"),
             "TMPDIR": "/tmp",
-            # torch asks for a user name at import (getpass, which reads USER first): a uid without a
-            # passwd entry would otherwise fail there.
-            "USER": "cuda-agent-worker",
             "PYTHONPATH": child_python_path(env.get("PYTHONPATH", "")),
             "PYTHONDONTWRITEBYTECODE": "1",
             SHM_TAG_ENV: self.tag,

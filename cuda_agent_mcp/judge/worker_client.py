@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from cuda_agent_mcp.executors.local import child_python_path
 from cuda_agent_mcp.isolation import landlock
 from cuda_agent_mcp.isolation.cgroup import PidsCgroup, pids_cgroup_root
+from cuda_agent_mcp.isolation.identity import COMPILE_CACHE_ENVS, compile_cache_env, identity_env
 from cuda_agent_mcp.isolation.namespaces import available_isolation
 from cuda_agent_mcp.wire import PRELOAD_MODULE, WORKER_MODULE
 from cuda_agent_mcp.wire.protocol import (
@@ -150,10 +151,17 @@ class Worker:
         """Where the worker finds `directory`'s files to import (a container copies them into its view)."""
         return directory
 
+<<<<<<< HEAD
     @property
     def gpu_pid(self) -> int | None:
         """The worker's pid as the GPU driver sees it (NVML's accounting), where the judge knows it."""
         return None
+=======
+    def trusted_compile_caches(self) -> dict[str, str]:
+        """The judge's persistent compile caches, for a trusted load (the torch.compile baseline) to use
+        instead of its own; none by default (a container cannot reach them)."""
+        return {}
+>>>>>>> h-identity
 
     # -- what each kind of worker provides -------------------------------------------------------
 
@@ -189,11 +197,13 @@ class WorkerPool(Protocol):
 
 
 def worker_env(env: dict[str, str], directory: Path, tag: str) -> dict[str, str]:
-    """A worker's whole environment: the judge's choice, with HOME and TMPDIR its own directory (gone
-    after the evaluation), never inherited."""
+    """A worker's whole environment: the judge's choice, with HOME, TMPDIR and the compile caches in its
+    own directory (gone after the evaluation; the only one a candidate may write), its identity set
+    (`isolation/identity.py`: a forked worker has the judge's uid), never inherited."""
     return {
-        **{k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")},
-        "HOME": str(directory),
+        **{k: v for k, v in env.items() if k not in ("HOME", "TMPDIR", *COMPILE_CACHE_ENVS)},
+        **identity_env(os.getuid(), directory),
+        **compile_cache_env(directory / "cache"),
         "TMPDIR": str(directory),
         "PYTHONPATH": child_python_path(env.get("PYTHONPATH", "")),
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -246,9 +256,20 @@ class WorkerProcess(Worker):
     def exit_status(self) -> int | None:
         return self.process.poll()
 
+<<<<<<< HEAD
     @property
     def gpu_pid(self) -> int | None:
         return self.process.pid  # the judge and its forked workers share a pid namespace
+=======
+    def trusted_compile_caches(self) -> dict[str, str]:
+        """The judge's caches, but only where Landlock confines candidate workers to their own directory:
+        they run as the judge's uid, so without it a candidate could plant compiled code in the cache for a
+        later baseline to load (a poisoned timing, or its code run outside any view). Without Landlock a
+        baseline compiles in its own directory: slower, never poisoned."""
+        if landlock.abi_version() <= 0:
+            return {}
+        return {k: v for k in COMPILE_CACHE_ENVS if (v := os.environ.get(k))}
+>>>>>>> h-identity
 
     def thread_count(self) -> int | None:
         """The worker's OS threads, as the kernel counts them (None once it has exited)."""

@@ -12,7 +12,7 @@ import struct
 import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from cuda_agent_mcp.wire.refs import TensorRef
 
@@ -60,6 +60,19 @@ class LoadRequest(_Message):
         description="the worker's file-size limit from now on (its log; on the CPU also its output files, "
         "so the judge fits it to the task's outputs)",
     )
+    compile_caches: dict[str, str] = Field(
+        default={},
+        description="TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR to use instead of the worker's own (the "
+        "judge's persistent ones, for a trusted torch.compile baseline only: never with confine_filesystem)",
+    )
+
+    @model_validator(mode="after")
+    def _caches_only_for_trusted_loads(self) -> LoadRequest:
+        if set(self.compile_caches) - {"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"}:
+            raise ValueError(f"compile_caches names other variables: {sorted(self.compile_caches)}")
+        if self.compile_caches and self.confine_filesystem:
+            raise ValueError("a confined (candidate) load never gets the judge's compile caches")
+        return self
 
 
 InputSet = list[TensorRef | None]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import os
 import pickle
 import resource
 import sys
@@ -99,6 +100,9 @@ class Runner:
         # Baselines run at the precision the judge computes references in (no TF32).
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+        # A trusted baseline may compile into the judge's persistent caches (LoadRequest.compile_caches),
+        # before its torch.compile; else it compiles into the worker's own directory, as its environment says.
+        os.environ.update(request.compile_caches)
         if request.confine_filesystem:
             if self.device.type == "cuda":
                 # The driver opens what it needs while creating the context (some of it outside the view,
