@@ -151,17 +151,15 @@ class Worker:
         """Where the worker finds `directory`'s files to import (a container copies them into its view)."""
         return directory
 
-<<<<<<< HEAD
     @property
     def gpu_pid(self) -> int | None:
         """The worker's pid as the GPU driver sees it (NVML's accounting), where the judge knows it."""
         return None
-=======
+
     def trusted_compile_caches(self) -> dict[str, str]:
         """The judge's persistent compile caches, for a trusted load (the torch.compile baseline) to use
         instead of its own; none by default (a container cannot reach them)."""
         return {}
->>>>>>> h-identity
 
     # -- what each kind of worker provides -------------------------------------------------------
 
@@ -256,11 +254,10 @@ class WorkerProcess(Worker):
     def exit_status(self) -> int | None:
         return self.process.poll()
 
-<<<<<<< HEAD
     @property
     def gpu_pid(self) -> int | None:
         return self.process.pid  # the judge and its forked workers share a pid namespace
-=======
+
     def trusted_compile_caches(self) -> dict[str, str]:
         """The judge's caches, but only where Landlock confines candidate workers to their own directory:
         they run as the judge's uid, so without it a candidate could plant compiled code in the cache for a
@@ -269,7 +266,6 @@ class WorkerProcess(Worker):
         if landlock.abi_version() <= 0:
             return {}
         return {k: v for k in COMPILE_CACHE_ENVS if (v := os.environ.get(k))}
->>>>>>> h-identity
 
     def thread_count(self) -> int | None:
         """The worker's OS threads, as the kernel counts them (None once it has exited)."""
