@@ -245,6 +245,7 @@ def main() -> None:
         baselines = "measure" if session.task.id in MEASURE_BASELINES else "skip"
         row = anyio.run(evaluate, name, kind, session, baselines)
         rows.append(row)
+        args.out.write_text(json.dumps({"rows": [asdict(r) for r in rows]}, indent=1))  # as it goes
         print(
             f"{'ok ' if row.ok else 'BAD'} {kind:6} {name:44} {row.status:18} {row.reason:20} "
             f"stat={_fmt(row.hidden_fraction)} excess={_fmt(row.candidate_excess_ms)} null={_fmt(row.null_excess_ms)} "
