@@ -25,6 +25,7 @@ from cuda_agent_mcp.evaluation.intervals import speedup_interval, straddles
 from cuda_agent_mcp.evaluation.job import DISTRIBUTIONS, EvalJob, JudgeReport, Timeouts, TimingPolicy
 from cuda_agent_mcp.evaluation.reference_copies import reference_copies
 from cuda_agent_mcp.evaluation.reward import THRESHOLDS, RewardSchedule, reward
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.executors.health import probe_gpu
 from cuda_agent_mcp.executors.scheduler import QueueStatus
 from cuda_agent_mcp.results import (
@@ -161,7 +162,8 @@ async def _journaled(session: Session, kind: str, run: Callable[[], Awaitable[_R
         kind=kind, session_id=session.id, task_id=session.task.id, task_hash=session.task.content_hash
     )
     try:
-        result = await run()
+        # Every result says which rules it was judged under (run_judge refused a judge of other rules).
+        result = (await run()).model_copy(update={"rules_version": VERDICT_RULES_VERSION})
     except BaseException as exc:  # cancellation included: the record must not stay "running"
         journal.fail(record, f"{type(exc).__name__}: {exc}")
         raise
@@ -468,6 +470,11 @@ async def run_judge(
                 await _check_gpu(session, gpu)  # before the lease goes to the next job
         if report.infra_error:
             raise JudgeFailed(f"the judge failed: {report.infra_error[-2000:]}")
+        if report.rules_version != VERDICT_RULES_VERSION:  # its verdicts must not pass for ours
+            raise JudgeFailed(
+                f"the judge ran verdict rules {report.rules_version}, this process {VERDICT_RULES_VERSION}: "
+                "the installation changed under a running process; restart it"
+            )
         judge_s = round(time.monotonic() - judge_started, 4)
         phases = {"judge": judge_s, "judge_start": startup_s, **report.phases_s}
         return report.model_copy(update={"phases_s": phases})
