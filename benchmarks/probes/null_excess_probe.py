@@ -87,7 +87,9 @@ def main() -> None:
     for c in children:
         c.ask(0.5, False)
     windows = [0.5, 1.0, 2.0, 5.0, 10.0]
-    plan = [(w, spin, i) for w in windows for spin in (False, True) for i in range(2) for _ in range(args.reps)]
+    plan = [
+        (w, spin, i) for w in windows for spin in (False, True) for i in range(2) for _ in range(args.reps)
+    ]
     random.Random(0).shuffle(plan)
     records: dict[str, list[float]] = {}
     for w, spin, i in plan:
