@@ -272,6 +272,11 @@ class VerifyResult(_Frozen):
     wall_s: float
     phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
     environment: dict[str, str] = Field(default_factory=dict, description="GPU, driver, CUDA, torch used")
+    rules_version: str | None = Field(
+        default=None,
+        description="the verdict rule set this result was judged under (evaluation/rules_version.py); "
+        "results of different versions are never compared or mixed; None: from before versions were recorded",
+    )
 
 
 class KernelTime(_Frozen):
@@ -399,6 +404,11 @@ class ProfileResult(_Frozen):
         default=False,
         description="a speedup's confidence interval straddles a reward threshold: the milestone is not granted",
     )
+    rules_version: str | None = Field(
+        default=None,
+        description="the verdict rule set this result was judged under (evaluation/rules_version.py); "
+        "results of different versions are never compared or mixed; None: from before versions were recorded",
+    )
 
 
 class EvalResult(_Frozen):
@@ -408,3 +418,8 @@ class EvalResult(_Frozen):
     profile: ProfileResult | None
     reward: float
     reward_schedule: str
+    rules_version: str | None = Field(
+        default=None,
+        description="the verdict rule set this result was judged under (evaluation/rules_version.py); "
+        "results of different versions are never compared or mixed; None: from before versions were recorded",
+    )

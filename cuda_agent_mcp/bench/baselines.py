@@ -6,6 +6,8 @@ The judge keeps its own cache (`<cache>/baselines.json`, keyed by task hash, GPU
 `BaselineTable` is the committed, shareable form of it (`benchmarks/baselines/*.json`): one file per
 GPU, driver, CUDA and torch, accumulated across sessions, written after every task. Before a run the
 entries of the table matching this machine are put into the judge's cache, so nothing is measured twice.
+Entries and failures carry the verdict rules version they were measured under; those of another version
+(or of none: tables written before versions were recorded) are never used, only measured again.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cuda_agent_mcp.build import discover_toolchain
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.evaluation.job import TimingPolicy, baseline_cache_key
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.results import TimingStats, Verdict
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.tools import Session
@@ -57,6 +60,9 @@ class BaselineEntry(_Frozen):
     eager: TimingStats
     compiled: TimingStats
     measured_at: str
+    rules_version: str | None = Field(
+        default=None, description="the verdict rules it was timed under; None: before versions were recorded"
+    )
 
 
 class BaselineFailure(_Frozen):
@@ -64,6 +70,9 @@ class BaselineFailure(_Frozen):
     content_hash: str
     message: str
     measured_at: str
+    rules_version: str | None = Field(
+        default=None, description="the verdict rules it failed under; None: before versions were recorded"
+    )
 
 
 class BaselineTable(_Frozen):
@@ -157,11 +166,17 @@ def load_table(path: Path) -> BaselineTable:
 
 
 def load_tables(paths: list[Path]) -> list[BaselineTable]:
-    """Every table in `paths` (files, or directories of *.json files)."""
+    """Every table in `paths` (files, or directories of *.json files), as written: entries and failures of
+    other verdict rules are kept in the file but never used (`current`), so they are measured again."""
     files: list[Path] = []
     for path in paths:
         files += sorted(path.glob("*.json")) if path.is_dir() else [path]
     return [load_table(f) for f in files if f.is_file()]
+
+
+def current(entry: BaselineEntry | BaselineFailure) -> bool:
+    """Measured under this version's verdict rules: only such an entry is a cache hit or a known failure."""
+    return entry.rules_version == VERDICT_RULES_VERSION
 
 
 def matching(tables: list[BaselineTable], environment: BaselineEnvironment | None) -> list[BaselineTable]:
@@ -182,7 +197,7 @@ def seed_judge_cache(tables: list[BaselineTable], tasks: list[Task], cache_dir: 
     added = 0
     for table in tables:
         for entry in table.entries.values():
-            if entry.content_hash not in by_hash:
+            if entry.content_hash not in by_hash or not current(entry):
                 continue
             key = baseline_cache_key(entry.content_hash, entry.judge_gpu, entry.judge_torch)
             if key not in data:
@@ -200,7 +215,7 @@ def known_failures(tables: list[BaselineTable], tasks: list[Task]) -> dict[str, 
         task_id: failure.message
         for table in tables
         for task_id, failure in table.failures.items()
-        if hashes.get(task_id) == failure.content_hash
+        if hashes.get(task_id) == failure.content_hash and current(failure)
     }
 
 
@@ -214,8 +229,9 @@ class TableWriter:
             raise CudaAgentError(f"{path} holds another environment's baselines")
 
     def has(self, task: Task) -> bool:
+        """Measured already: the same reference, under these verdict rules (else it is measured again)."""
         entry = self.table.entries.get(task.id) or self.table.failures.get(task.id)
-        return entry is not None and entry.content_hash == task.content_hash
+        return entry is not None and entry.content_hash == task.content_hash and current(entry)
 
     def record(self, task: Task, result: BaselineResult) -> None:
         now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -229,12 +245,17 @@ class TableWriter:
                 eager=result.eager,
                 compiled=result.compiled,
                 measured_at=now,
+                rules_version=VERDICT_RULES_VERSION,
             )
             failures.pop(task.id, None)
         else:
             message = getattr(result.verdict, "message", result.verdict.status)
             failures[task.id] = BaselineFailure(
-                task_id=task.id, content_hash=task.content_hash, message=str(message)[:500], measured_at=now
+                task_id=task.id,
+                content_hash=task.content_hash,
+                message=str(message)[:500],
+                measured_at=now,
+                rules_version=VERDICT_RULES_VERSION,
             )
             entries.pop(task.id, None)
         self.table = self.table.model_copy(

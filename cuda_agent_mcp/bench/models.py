@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.evaluation.reward import RewardSchedule
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.results import (
     KernelBreakdown,
     KernelResources,
@@ -81,8 +82,9 @@ class SuiteRequest(_Frozen):
     infra_retries: int = Field(default=2, ge=0)
 
     def identity(self) -> dict[str, object]:
-        """What makes two requests the same run (a resumed run must match its manifest on these)."""
-        return self.model_dump(
+        """What makes two requests the same run (a resumed run must match its manifest on these). The
+        verdict rules version too: rows judged under other rules are never mixed into one run's figures."""
+        return {"rules_version": VERDICT_RULES_VERSION} | self.model_dump(
             include={
                 "sources",
                 "levels",

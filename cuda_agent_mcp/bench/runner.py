@@ -44,6 +44,7 @@ from cuda_agent_mcp.bench.solutions import digest, find_solutions, workspace_fil
 from cuda_agent_mcp.bench.summary import build_summary, register_run
 from cuda_agent_mcp.build import BuildLimits, default_cache_dir
 from cuda_agent_mcp.errors import CudaAgentError, GpusDrained, InfraError, UsageError
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.results import EvalResult
 from cuda_agent_mcp.tasks import Task, TaskCatalog
@@ -385,8 +386,12 @@ class _Context:
         return f"the policy endpoint failed: {result.error}" if result.stop_reason == "endpoint_error" else ""
 
     def _journaled(self, session: Session, source_hash: str) -> EvalResult | None:
-        """An evaluation of exactly this build that a killed run of this session finished."""
-        for record in session.journal.records(session_id=session.id, limit=20):
+        """An evaluation of exactly this build, under these verdict rules, that a killed run of this
+        session finished."""
+        records = session.journal.records(
+            session_id=session.id, rules_version=VERDICT_RULES_VERSION, limit=20
+        )
+        for record in records:
             done = record.kind == "evaluate" and record.status == "done" and record.result is not None
             if done and record.source_hash == source_hash:
                 try:

@@ -42,6 +42,7 @@ from cuda_agent_mcp.cli.common import (
 from cuda_agent_mcp.cli.common import emit_json as _emit_json
 from cuda_agent_mcp.cli.common import run as _run
 from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.executors.sandboxed import REDUCED_ISOLATION_ENV
 from cuda_agent_mcp.results import BuildResult, ProfileResult, VerifyResult
 from cuda_agent_mcp.tasks import TaskCatalog
@@ -456,12 +457,20 @@ def _say_isolation() -> bool:
 @app.command("journal", short_help="Recent evaluation results, newest first.")
 def journal_command(
     limit: Annotated[int, typer.Option(help="show at most this many, newest first")] = 20,
+    current_rules: Annotated[
+        bool,
+        typer.Option(
+            "--current-rules",
+            help=f"only records judged under this version's verdict rules ({VERDICT_RULES_VERSION})",
+        ),
+    ] = False,
     json: JsonOption = False,
 ) -> None:
     """Recent evaluations from the journal: every verify, profile and eval result, kept across restarts
-    (interrupted ones included)."""
+    (interrupted ones included), each with the verdict rules it ran under."""
     path = default_cache_dir() / "journal.sqlite"
-    records = guarded(lambda: open_journal(path).records(limit=limit), as_json=json)
+    rules = VERDICT_RULES_VERSION if current_rules else None
+    records = guarded(lambda: open_journal(path).records(limit=limit, rules_version=rules), as_json=json)
     listing = JournalListing(path=str(path), records=records)
     _emit_json(listing) if json else render.journal_table(listing, out)
 

@@ -225,11 +225,12 @@ def journal_table(listing: JournalListing, console: Console) -> None:
             record.verdict or (escape(record.error[:60]) if record.error else ""),
             record.source_hash[:12],
             escape(str(record.environment.get("gpu", ""))),
+            record.rules_version or "?",  # written before verdicts were versioned
         ]
         for record in listing.records
     ]
     columns = [
         Column("started", keep=True), Column("kind"), Column("task", keep=True), Column("status"),
-        Column("verdict"), Column("source", keep=True), Column("gpu"),
+        Column("verdict"), Column("source", keep=True), Column("gpu"), Column("rules", keep=True),
     ]  # fmt: skip
     print_table(console, columns, rows, title=f"journal: {escape(listing.path)}")

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.results import KernelBreakdown, SanitizerReport, SpeedOfLight, TimingStats, Verdict
 
 Distribution = Literal["task", "shifted", "resized"]
@@ -57,8 +58,9 @@ class Timeouts(BaseModel):
 
 def baseline_cache_key(content_hash: str, gpu: str, torch_version: str) -> str:
     """The judge's baseline cache key (judge/baselines.py); `bench` seeds the cache with it. v2: the
-    entries carry per-call samples (for speedup intervals); older ones are measured again."""
-    return f"v2:{content_hash}:{gpu}:{torch_version}"
+    entries carry per-call samples (for speedup intervals); the rules version: baselines timed under
+    other timing rules are measured again. Older entries are never a hit."""
+    return f"v2:{VERDICT_RULES_VERSION}:{content_hash}:{gpu}:{torch_version}"
 
 
 class EvalJob(BaseModel):
@@ -124,6 +126,11 @@ class JudgeReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     verdict: Verdict
+    # A default, so the judge stamps its own code's version without saying so; the tool layer refuses a
+    # report of another version (an installation changed under a running process).
+    rules_version: str = Field(
+        default=VERDICT_RULES_VERSION, description="the verdict rule set the judge ran (rules_version.py)"
+    )
     distributions: list[str] = []
     candidate: TimingStats | None = None
     eager: TimingStats | None = None

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.errors import LimitExceeded, SessionNotFound, UsageError
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.isolation.quota import CallRate, SessionQuotas
 from cuda_agent_mcp.tasks import TaskCatalog
@@ -82,9 +83,13 @@ class SessionStatus(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     session: SessionInfo
-    best_reward: float | None = Field(default=None, description="the best evaluate reward so far")
-    best_speedup_vs_eager: float | None = None
-    history: list[JournalRecord] = Field(description="this session's evaluations, newest first")
+    best_reward: float | None = Field(
+        default=None, description="the best evaluate reward so far under the current verdict rules"
+    )
+    best_speedup_vs_eager: float | None = Field(default=None, description="the same, of profiles")
+    history: list[JournalRecord] = Field(
+        description="this session's evaluations, newest first (each with the rules it ran under)"
+    )
     skipped_records: int = Field(default=0, description="journal rows that could not be read (left out)")
 
 
@@ -350,14 +355,16 @@ class SessionRegistry:
         session = self.get(session_id, client)
         listing = session.journal.listing(session_id=session.id, limit=200)
         history = listing.records
+        # A session resumed after an upgrade keeps older records; their rewards are not comparable.
+        current = [r for r in history if r.rules_version == VERDICT_RULES_VERSION]
         rewards = [
             r.result["reward"]
-            for r in history
+            for r in current
             if r.kind == "evaluate" and r.result and isinstance(r.result.get("reward"), int | float)
         ]
         speedups = [
             r.result["speedup_vs_eager"]
-            for r in history
+            for r in current
             if r.kind == "profile" and r.result and isinstance(r.result.get("speedup_vs_eager"), int | float)
         ]
         return SessionStatus(

@@ -25,6 +25,7 @@ from cuda_agent_mcp.evaluation.intervals import speedup_interval, straddles
 from cuda_agent_mcp.evaluation.job import DISTRIBUTIONS, EvalJob, JudgeReport, Timeouts, TimingPolicy
 from cuda_agent_mcp.evaluation.reference_copies import reference_copies
 from cuda_agent_mcp.evaluation.reward import THRESHOLDS, RewardSchedule, reward
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.executors.health import probe_gpu
 from cuda_agent_mcp.executors.scheduler import QueueStatus
 from cuda_agent_mcp.results import (
@@ -164,7 +165,8 @@ async def _journaled(session: Session, kind: str, run: Callable[[], Awaitable[_R
         kind=kind, session_id=session.id, task_id=session.task.id, task_hash=session.task.content_hash
     )
     try:
-        result = await run()
+        # Every result says which rules it was judged under (run_judge refused a judge of other rules).
+        result = (await run()).model_copy(update={"rules_version": VERDICT_RULES_VERSION})
     except BaseException as exc:  # cancellation included: the record must not stay "running"
         journal.fail(record, f"{type(exc).__name__}: {exc}")
         raise
@@ -474,7 +476,7 @@ async def run_judge(
                     break
                 # A failed harness step is the machine's: again on a fresh judge (the pool retires the
                 # one that reported it), and reported as infrastructure only if it persists.
-                if progress is not None:
+                if progress is not None and attempt < HARNESS_RETRIES:
                     message = f"the harness failed (not the candidate): again on a fresh judge, {attempt + 1} of {HARNESS_RETRIES}"
                     progress(
                         BuildProgress(stage="retry", message=message, done=attempt + 1, total=HARNESS_RETRIES)
@@ -484,6 +486,11 @@ async def run_judge(
         if report.infra_error:
             raise JudgeFailed(
                 f"the judge failed ({1 + HARNESS_RETRIES} attempts on fresh judges): {report.infra_error[-2000:]}"
+            )
+        if report.rules_version != VERDICT_RULES_VERSION:  # its verdicts must not pass for ours
+            raise JudgeFailed(
+                f"the judge ran verdict rules {report.rules_version}, this process {VERDICT_RULES_VERSION}: "
+                "the installation changed under a running process; restart it"
             )
         judge_s = round(time.monotonic() - judge_started, 4)
         phases = {"judge": judge_s, "judge_start": startup_s, **report.phases_s}

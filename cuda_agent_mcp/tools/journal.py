@@ -8,6 +8,9 @@ unfinished work is visible as such, never as a result. WAL mode: readers never b
 Only the trusted side (the tool layer) touches the file: it is private to its owner (0600) and no
 sandbox view shows it. A row that cannot be read back (hand-edited, from another version) is skipped
 and counted (`JournalListing.skipped`), never a failure of the caller.
+
+Every record carries the verdict rules version it ran under (`rules_version`); a journal made before the
+column existed gains it when opened, its old rows reading as None (unknown rules).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 
 _log = logging.getLogger(__name__)
 
@@ -46,7 +51,8 @@ CREATE TABLE IF NOT EXISTS evaluations (
     owner_start TEXT NOT NULL,
     environment TEXT NOT NULL,
     result TEXT,
-    error TEXT
+    error TEXT,
+    rules_version TEXT
 );
 CREATE INDEX IF NOT EXISTS evaluations_started ON evaluations (started_at);
 """
@@ -68,6 +74,10 @@ class JournalRecord(BaseModel):
     environment: dict[str, Any]
     result: dict[str, Any] | None
     error: str | None
+    rules_version: str | None = Field(
+        default=None,
+        description="the verdict rules the record ran under; None: written before versions were recorded",
+    )
 
 
 class JournalListing(BaseModel):
@@ -108,9 +118,24 @@ class Journal:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._add_rules_version()
         self._pid = os.getpid()
         self._start = _process_start(self._pid)
         self.interrupted_on_open = self.mark_interrupted()
+
+    def _add_rules_version(self) -> None:
+        """Migrate a journal from before `rules_version` in place (its rows keep NULL: unknown rules). In
+        one write transaction, so two processes opening an old journal at once add the column once."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(evaluations)")}
+                if "rules_version" not in columns:
+                    self._db.execute("ALTER TABLE evaluations ADD COLUMN rules_version TEXT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def mark_interrupted(self) -> int:
         """Rows left `running` by a process that no longer exists become `interrupted`."""
@@ -133,7 +158,8 @@ class Journal:
         with self._lock:
             self._db.execute(
                 "INSERT INTO evaluations (id, kind, session_id, task_id, task_hash, source_hash, status, "
-                "started_at, owner_pid, owner_start, environment) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                "started_at, owner_pid, owner_start, environment, rules_version) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
                 (
                     record_id,
                     kind,
@@ -145,6 +171,7 @@ class Journal:
                     self._pid,
                     self._start,
                     json.dumps(host_environment()),
+                    VERDICT_RULES_VERSION,
                 ),
             )
         return record_id
@@ -190,20 +217,26 @@ class Journal:
                 (status, verdict, result, error, time.time(), record_id),
             )
 
-    def records(self, *, limit: int = 50, session_id: str | None = None) -> list[JournalRecord]:
+    def records(
+        self, *, limit: int = 50, session_id: str | None = None, rules_version: str | None = None
+    ) -> list[JournalRecord]:
         """The newest records first (rows that cannot be read are left out)."""
-        return self.listing(limit=limit, session_id=session_id).records
+        return self.listing(limit=limit, session_id=session_id, rules_version=rules_version).records
 
-    def listing(self, *, limit: int = 50, session_id: str | None = None) -> JournalListing:
-        """The newest records first, and how many rows were skipped because they could not be read."""
+    def listing(
+        self, *, limit: int = 50, session_id: str | None = None, rules_version: str | None = None
+    ) -> JournalListing:
+        """The newest records first, and how many rows were skipped because they could not be read;
+        `session_id` and `rules_version` keep only the records of that session and those rules."""
         query = (
             "SELECT id, kind, session_id, task_id, task_hash, source_hash, status, verdict, started_at, "
-            "finished_at, environment, result, error FROM evaluations"
+            "finished_at, environment, result, error, rules_version FROM evaluations"
         )
-        params: tuple[Any, ...] = ()
-        if session_id is not None:
-            query += " WHERE session_id = ?"
-            params = (session_id,)
+        filters = {"session_id": session_id, "rules_version": rules_version}
+        wanted = {column: value for column, value in filters.items() if value is not None}
+        if wanted:
+            query += " WHERE " + " AND ".join(f"{column} = ?" for column in wanted)
+        params: tuple[Any, ...] = tuple(wanted.values())
         query += " ORDER BY started_at DESC LIMIT ?"
         with self._lock:
             rows = self._db.execute(query, (*params, limit)).fetchall()
@@ -239,6 +272,7 @@ def _record(r: tuple[Any, ...]) -> JournalRecord:
         environment=environment,
         result=result,
         error=r[12],
+        rules_version=r[13],
     )
 
 

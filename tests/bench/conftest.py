@@ -15,6 +15,7 @@ from cuda_agent_mcp.bench.baselines import (
     BaselineTable,
     local_environment,
 )
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.results import TimingStats
 from cuda_agent_mcp.tasks import load_kernelbench
 from tests.conftest import EXAMPLES
@@ -108,6 +109,7 @@ def write_tiny_suite(root: Path, cache: Path) -> TinySuite:
             eager=stats(EAGER_MS),
             compiled=stats(COMPILED_MS),
             measured_at="2026-12-01T00:00:00+00:00",
+            rules_version=VERDICT_RULES_VERSION,
         )
         for task in load_kernelbench(tasks)
         if "Fails" not in task.name

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cuda_agent_mcp.bench import baselines
 from cuda_agent_mcp.bench.baselines import (
     BaselineEnvironment,
     BaselineResult,
@@ -19,7 +20,9 @@ from cuda_agent_mcp.bench.baselines import (
     table_path,
 )
 from cuda_agent_mcp.bench.published import compare_with_published
+from cuda_agent_mcp.evaluation import job
 from cuda_agent_mcp.evaluation.job import baseline_cache_key
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.results import Crashed, Passed
 from cuda_agent_mcp.tasks import load_kernelbench
 from tests.bench.conftest import REFERENCE, stats
@@ -144,3 +147,51 @@ def test_measuring_a_table_skips_what_it_has_and_records_a_failing_reference(
     assert "undefined_name" in table["failures"]["kernelbench/level1/3"]["message"]
     again = anyio.run(lambda: measure_table(selection, tiny_suite.tables, cache_dir=tiny_suite.cache))
     assert again.already_in_table == 5 and again.measured == 0 and again.failed == []
+
+
+def test_the_baseline_cache_key_changes_with_the_verdict_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    current = baseline_cache_key("h" * 64, "NVIDIA H200", "2.11.0+cu128")
+    monkeypatch.setattr(job, "VERDICT_RULES_VERSION", "2099-01-01")
+    later = baseline_cache_key("h" * 64, "NVIDIA H200", "2.11.0+cu128")
+    assert later != current and "2099-01-01" in later
+
+
+def _table_with_an_entry_and_a_failure(root: Path) -> tuple[Path, list]:
+    relu, tanh, abs_ = tasks(root / "kb")
+    path = table_path(root / "tables", H200)
+    writer = TableWriter(path, H200)
+    writer.record(relu, passed(2.0, 1.5))
+    writer.record(
+        tanh, BaselineResult(verdict=Crashed(phase="load", kind="exception", message="no"), wall_s=0.1)
+    )
+    return path, [relu, tanh, abs_]
+
+
+def _assert_nothing_is_used(path: Path, tasks: list, cache: Path) -> None:
+    relu, tanh, _ = tasks
+    again = TableWriter(path, H200)
+    assert not again.has(relu) and not again.has(tanh)  # measured again
+    assert seed_judge_cache(load_tables([path]), tasks, cache) == 0  # never a cache hit
+    assert known_failures(load_tables([path]), tasks) == {}
+
+
+def test_a_table_entry_made_under_older_verdict_rules_is_measured_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, tasks_ = _table_with_an_entry_and_a_failure(tmp_path)
+    table = json.loads(path.read_text())
+    assert table["entries"]["kernelbench/level1/1"]["rules_version"] == VERDICT_RULES_VERSION
+    assert table["failures"]["kernelbench/level1/2"]["rules_version"] == VERDICT_RULES_VERSION
+    for module in (job, baselines):  # the rules change after the table was written
+        monkeypatch.setattr(module, "VERDICT_RULES_VERSION", "2099-01-01")
+    _assert_nothing_is_used(path, tasks_, tmp_path / "cache")
+
+
+def test_a_table_written_before_entries_carried_their_rules_is_read_but_not_used(tmp_path: Path) -> None:
+    path, tasks_ = _table_with_an_entry_and_a_failure(tmp_path)
+    table = json.loads(path.read_text())
+    for section in ("entries", "failures"):
+        for entry in table[section].values():
+            del entry["rules_version"]
+    path.write_text(json.dumps(table))
+    _assert_nothing_is_used(path, tasks_, tmp_path / "cache")

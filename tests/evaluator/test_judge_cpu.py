@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
+import torch
+
+from cuda_agent_mcp.evaluation import job
+from cuda_agent_mcp.evaluation.job import baseline_cache_key
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
+from cuda_agent_mcp.judge.judge import Judge
 from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, Rejected, TimedOut, WrongOutput
 from tests.evaluator.conftest import HONEST
 
@@ -243,3 +251,35 @@ def test_hidden_sizes_can_be_switched_off_per_job(run_judge) -> None:
     candidate = SIZED_HONEST.replace("return x.clamp_min(0)", "return x.reshape(8, 64).clamp_min(0)")
     report = run_judge(candidate, reference=SIZED_REFERENCE, distributions=["task", "shifted"])
     assert isinstance(report.verdict, Passed), report.verdict
+
+
+def test_the_judges_report_names_the_verdict_rules_it_ran(run_judge) -> None:
+    assert run_judge(HONEST).rules_version == VERDICT_RULES_VERSION
+
+
+def test_cached_baselines_are_a_hit_only_under_the_verdict_rules_they_were_timed_under(
+    run_judge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "baselines.json"
+    timing = dict.fromkeys(("median_ms", "mean_ms", "min_ms", "p25_ms", "p75_ms"), 9.0) | {
+        "cv": 0.0,
+        "samples": 10,
+    }
+    key = baseline_cache_key("task", "cpu", torch.__version__)
+    cache.write_text(json.dumps({key: {"eager": timing, "compiled": timing}}))
+    baselines = {
+        "mode": "baselines",
+        "baselines": "cached",
+        "baseline_cache_path": str(cache),
+        "baseline_key": "task",
+    }
+    report = run_judge(HONEST, **baselines)
+    assert report.baselines_cached and report.eager is not None and report.eager.median_ms == 9.0
+
+    def measured(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("measured again")
+
+    monkeypatch.setattr(job, "VERDICT_RULES_VERSION", "2099-01-01")  # the rules changed since
+    monkeypatch.setattr(Judge, "start_worker", measured)  # what a miss does first (a worker of its own)
+    missed = run_judge(HONEST, **baselines)
+    assert not missed.baselines_cached and "measured again" in missed.model_dump_json()

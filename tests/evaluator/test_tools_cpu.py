@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from cuda_agent_mcp.errors import JudgeFailed
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.results import CompileFailed, Passed, Rejected, WrongOutput
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import (
@@ -22,6 +25,7 @@ from cuda_agent_mcp.tools import (
     profile_kernels,
     verify_kernels,
 )
+from cuda_agent_mcp.tools import evaluate as evaluate_module
 from cuda_agent_mcp.tools.task_audit import TaskAuditRequest, audit_task
 from tests.conftest import EXAMPLES
 
@@ -98,6 +102,7 @@ def test_a_build_failure_is_a_compile_failed_verdict(session: Session) -> None:
     result = anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu", audit=False)))
     assert isinstance(result.verdict, CompileFailed)
     assert result.verdict.diagnostics[0].file == "kernels/bias_add_relu.cu"
+    assert result.rules_version == VERDICT_RULES_VERSION  # no judge ran: still a verdict under these rules
 
 
 def test_evaluate_on_the_cpu_passes_verify_and_times_the_candidate(session: Session) -> None:
@@ -111,6 +116,36 @@ def test_evaluate_on_the_cpu_passes_verify_and_times_the_candidate(session: Sess
     assert result.profile is not None and result.profile.candidate is not None
     assert result.profile.speedup_vs_eager is None
     assert result.reward == -1  # no baselines, no reward: fail closed
+
+
+def test_every_result_and_journal_record_says_which_verdict_rules_judged_it(session: Session) -> None:
+    _candidate(session)
+    request = EvaluateRequest(
+        verify=VerifyRequest(device="cpu", audit=False),
+        profile=ProfileRequest(device="cpu", baselines="skip"),
+    )
+    result = anyio.run(lambda: evaluate_kernels(session, request))
+    assert result.profile is not None and isinstance(result.profile.verdict, Passed), result.profile.verdict
+    assert result.rules_version == result.verify.rules_version == result.profile.rules_version
+    assert result.rules_version == VERDICT_RULES_VERSION
+    assert json.loads(result.model_dump_json())["profile"]["rules_version"] == VERDICT_RULES_VERSION
+    records = session.journal.records(session_id=session.id)
+    assert sorted(r.kind for r in records) == ["evaluate", "profile", "verify"]
+    assert all(r.rules_version == VERDICT_RULES_VERSION for r in records)
+    assert all(r.result and r.result["rules_version"] == VERDICT_RULES_VERSION for r in records)
+
+
+def test_a_judge_running_other_verdict_rules_is_a_judge_failure_never_a_verdict(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As when the installation is upgraded under a running server: the judge it starts runs the new
+    rules, the tool process the old ones; nothing is scored."""
+    _candidate(session)
+    monkeypatch.setattr(evaluate_module, "VERDICT_RULES_VERSION", "2000-01-01")
+    with pytest.raises(JudgeFailed, match="verdict rules 2026"):
+        anyio.run(lambda: verify_kernels(session, VerifyRequest(device="cpu", trials=1, audit=False)))
+    (record,) = session.journal.records(session_id=session.id)
+    assert record.status == "failed" and record.result is None
 
 
 def test_evaluate_with_baselines_on_the_cpu_says_what_evidence_is_missing_and_caps_the_reward(

@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from tests.conftest import EXAMPLES
 from tests.security.conftest import ALICE, BOB, Server, require_view, run, serve_http, start, stop
 
@@ -113,14 +114,16 @@ def test_the_journal_is_out_of_reach_and_an_unreadable_row_is_skipped_not_a_cras
 
 def _inject(journal: Path, session: str) -> None:
     db = sqlite3.connect(journal)
-    row = "INSERT INTO evaluations VALUES (?, 'evaluate', ?, 't', 'h', 's', ?, 'passed', ?, ?, 1, '', ?, ?, NULL)"
-    now = time.time()
+    row = "INSERT INTO evaluations VALUES (?, 'evaluate', ?, 't', 'h', 's', ?, 'passed', ?, ?, 1, '', ?, ?, NULL, ?)"
+    now, rules = time.time(), VERDICT_RULES_VERSION
     rows = [
-        ("good", session, "done", now, now, "{}", json.dumps({"reward": 1.0})),
-        ("bad-json", session, "done", now, now, "{}", "{not json"),
-        ("bad-status", session, "forged", now, now, "{}", json.dumps({"reward": 3.0})),
-        ("bad-environment", session, "done", now, now, "[1, 2]", json.dumps({"reward": 3.0})),
-        ("odd-reward", session, "done", now, now, "{}", json.dumps({"reward": "3.0"})),
+        ("good", session, "done", now, now, "{}", json.dumps({"reward": 1.0}), rules),
+        ("bad-json", session, "done", now, now, "{}", "{not json", rules),
+        ("bad-status", session, "forged", now, now, "{}", json.dumps({"reward": 3.0}), rules),
+        ("bad-environment", session, "done", now, now, "[1, 2]", json.dumps({"reward": 3.0}), rules),
+        ("odd-reward", session, "done", now, now, "{}", json.dumps({"reward": "3.0"}), rules),
+        # A reward given under other rules is history, never the session's best.
+        ("older-rules", session, "done", now, now, "{}", json.dumps({"reward": 3.0}), "2000-01-01"),
     ]
     with db:
         db.executemany(row, rows)
