@@ -49,8 +49,18 @@ EXAMPLES = REPO / "examples"
 # Baselines measured (the reference's outputs cross the transport from clean workers, and the reward is
 # computed): the loss tasks whose 0-dim outputs keep a large storage, and the bundled examples.
 MEASURE_BASELINES = {"kernelbench/level1/94", "kernelbench/level1/96", "kernelbench/level1/100"}
-# The sample: every fixture, and these suite tasks (several of them over 6 GB of inputs).
-SAMPLE_SUITE = {"level1/19", "level1/23", "level1/47", "level1/94", "level1/96", "level1/100", "level2/9"}
+# The sample: every fixture, and these suite tasks (19 and 46 over 6 GB of inputs, 99 a side stream).
+SAMPLE_SUITE = {
+    "level1/19",
+    "level1/23",
+    "level1/46",
+    "level1/47",
+    "level1/94",
+    "level1/96",
+    "level1/99",
+    "level1/100",
+    "level2/9",
+}
 
 # Forgeries of the ReLU example's clocks (prepended to its model_new.py). `scale` forges both worker
 # clocks consistently: the judge's clock alone sees the hidden (1 - scale) of each window.

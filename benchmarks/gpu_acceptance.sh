@@ -83,7 +83,7 @@ grep -E '^BAD' "$OUT/corpus.log" | head -20 | sed 's/^/    /' | tee -a "$SUMMARY
 grep -A12 '^{' "$OUT/corpus.log" | grep -E 'honest|forged|statistic' | sed 's/^/    /' | tee -a "$SUMMARY"
 
 # 3. Rewards that repeat, short (the long run is a benchmark: reward_repeats.py --repeats 20).
-step repeats 100 python3 benchmarks/reward_repeats.py --repeats 3 --concurrency 1 --concurrency 3 \
+step repeats "${REPEATS_LIMIT:-100}" python3 benchmarks/reward_repeats.py --repeats "${REPEATS:-3}" --concurrency 1 --concurrency 3 \
   --out "$OUT/reward_repeats.json"
 
 # 4. Unless QUICK=1 (a session short of GPU time): the red team's timing attacks, the judge as a uid with

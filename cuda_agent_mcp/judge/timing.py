@@ -187,8 +187,9 @@ def calls_per_batch(
     worker that reports slow calls in its warm-up cannot shrink its own windows."""
     wanted = 1
     for per_batch in (event_ms, judge_ms):
-        if per_batch is not None and per_batch > 0:
-            wanted = max(wanted, math.ceil(window_ms * calls / per_batch))
+        if per_batch is not None:
+            # A batch that took no measurable time (the round trip outweighed it) asks for the most calls.
+            wanted = max(wanted, math.ceil(window_ms * calls / max(per_batch, 1e-3)))
     return max(1, min(wanted, cap))
 
 

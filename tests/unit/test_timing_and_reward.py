@@ -88,7 +88,9 @@ def test_windows_are_sized_by_device_time_and_never_smaller_than_the_judges_cloc
     assert calls_per_batch(5.0, event_ms=0.5, judge_ms=0.9, calls=1, cap=256) == 10
     # A worker reporting slow warm-up calls gets the judge clock's (larger) count.
     assert calls_per_batch(5.0, event_ms=50.0, judge_ms=0.6, calls=1, cap=256) == 9
-    assert calls_per_batch(5.0, event_ms=None, judge_ms=0.0, calls=1, cap=256) == 1
+    # No events (the CPU) and a round trip longer than the batch: as many calls as allowed.
+    assert calls_per_batch(5.0, event_ms=None, judge_ms=-0.01, calls=1, cap=256) == 256
+    assert calls_per_batch(0.0, event_ms=None, judge_ms=0.5, calls=1, cap=256) == 1
 
 
 def test_statistics_of_samples() -> None:

@@ -11,7 +11,7 @@ def _pair(value) -> tuple[int, int]:
 class ModelNew(nn.Module):
     """2-D average pooling as a separable window sum, one read of the input (kernels/avg_pool2d.cu)."""
 
-    def __init__(self, kernel_size: int, stride: int = None, padding: int = 0):
+    def __init__(self, kernel_size: int, stride: int | None = None, padding: int = 0):
         super().__init__()
         self.kernel = _pair(kernel_size)
         self.stride = _pair(stride) if stride is not None else self.kernel
