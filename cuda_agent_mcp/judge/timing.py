@@ -105,9 +105,11 @@ HIDDEN_FRACTION_LIMIT = 0.10
 CONFIDENCE_Z = 3.0
 # Windows of tiny kernels are capped by the batch size; below this the fraction is taken of this much.
 MIN_WINDOW_MS = 2.0
-# A null whose median excess is above this is a machine too noisy to judge on (or one a candidate loaded
-# while the null ran): an infrastructure failure, never room granted to the candidate.
-MAX_NULL_EXCESS_MS = 1.0
+# A null so scattered that the statistic's confidence margin (Z standard errors) would cover more than
+# half a window cannot see hidden work: an infrastructure failure, never room granted to the candidate.
+# (Not its size: on the H200 the null's median excess was 1.3 to 6.3 ms per batch, most of it sharing up to
+# 256 outputs by CUDA IPC, and the candidates' matched it within its spread.)
+MAX_MARGIN_FRACTION = 0.5
 # The standard error never counts as smaller than the clocks' resolution.
 MIN_SPREAD_MS = 0.01
 
@@ -130,7 +132,9 @@ class HiddenWork:
 
     @property
     def null_too_noisy(self) -> bool:
-        return self.null_excess_ms > MAX_NULL_EXCESS_MS
+        return CONFIDENCE_Z * self.standard_error_ms > MAX_MARGIN_FRACTION * max(
+            self.window_ms, MIN_WINDOW_MS
+        )
 
     def describe(self) -> str:
         return (

@@ -9,7 +9,6 @@ import pytest
 from cuda_agent_mcp.evaluation.reward import FAIL, milestones, reward
 from cuda_agent_mcp.judge.timing import (
     HIDDEN_FRACTION_LIMIT,
-    MAX_NULL_EXCESS_MS,
     calls_per_batch,
     clock_problem,
     hidden_work,
@@ -73,9 +72,12 @@ def test_the_statistic_needs_both_sides() -> None:
     assert hidden_work([0.1], [], [1.0]) is None and hidden_work([], [0.1], [1.0]) is None
 
 
-def test_a_null_noisier_than_the_cap_is_flagged_not_granted() -> None:
-    stat = hidden_work(_noise(2.0, 0.1, 10), _noise(MAX_NULL_EXCESS_MS + 0.5, 0.1, 10), [5.0] * 10)
-    assert stat is not None and stat.null_too_noisy
+def test_a_large_but_steady_null_is_the_harness_cost_and_a_scattered_one_is_flagged() -> None:
+    # As measured on the H200: many outputs shared per batch cost milliseconds, matched by the candidate.
+    steady = hidden_work(_noise(6.3, 0.3, 12), _noise(5.9, 0.3, 12), [5.0] * 12)
+    assert steady is not None and not steady.null_too_noisy and not steady.rejects
+    scattered = hidden_work(_noise(2.0, 3.0, 10), _noise(2.0, 3.0, 10), [5.0] * 10)
+    assert scattered is not None and scattered.null_too_noisy
 
 
 def test_the_limit_sits_between_honest_noise_and_a_meaningful_forgery() -> None:
