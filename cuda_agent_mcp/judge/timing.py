@@ -107,8 +107,8 @@ CONFIDENCE_Z = 3.0
 MIN_WINDOW_MS = 2.0
 # A null so scattered that the statistic's confidence margin (Z standard errors) would cover more than
 # half a window cannot see hidden work: an infrastructure failure, never room granted to the candidate.
-# (Not its size: on the H200 the null's median excess was 1.3 to 6.3 ms per batch, most of it sharing up to
-# 256 outputs by CUDA IPC, and the candidates' matched it within its spread.)
+# (Not its size: on the H200 the null's median excess was 1.3 to 6.3 ms per batch, growing with the outputs
+# a batch shares, and the candidates' matched it within its spread.)
 MAX_MARGIN_FRACTION = 0.5
 # The standard error never counts as smaller than the clocks' resolution.
 MIN_SPREAD_MS = 0.01
