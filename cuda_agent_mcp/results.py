@@ -269,6 +269,12 @@ class VerifyResult(_Frozen):
     sanitizer: SanitizerReport | None = Field(
         default=None, description="the compute-sanitizer gate, when asked for"
     )
+    judged_against: Literal["reference", "float64"] = Field(
+        default="reference",
+        description="what outputs were compared with: the reference in the task's dtype, or, for calls where "
+        "that reference is further from a float64 evaluation of the same program than the tolerance and "
+        "the kernel is within it, that float64 evaluation",
+    )
     wall_s: float
     phases_s: dict[str, float] = Field(default_factory=dict, description="where the wall time went")
     environment: dict[str, str] = Field(default_factory=dict, description="GPU, driver, CUDA, torch used")
@@ -399,6 +405,12 @@ class ProfileResult(_Frozen):
     faster_than_sol: bool = Field(
         default=False,
         description="the median beat the speed of light: re-measured, never rewarded above correct",
+    )
+    judged_against: Literal["reference", "float64"] = Field(
+        default="reference",
+        description="what outputs were compared with: the reference in the task's dtype, or, for calls where "
+        "that reference is further from a float64 evaluation of the same program than the tolerance and "
+        "the kernel is within it, that float64 evaluation",
     )
     within_noise: bool = Field(
         default=False,

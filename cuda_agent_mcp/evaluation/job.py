@@ -162,6 +162,12 @@ class JudgeReport(BaseModel):
     hidden_sizes: str = Field(
         default="", description="how the hidden-size trial grew the task (or why it could not)"
     )
+    judged_against: Literal["reference", "float64"] = Field(
+        default="reference",
+        description="what outputs were compared with: the reference in the task's dtype, or, for calls where "
+        "that reference is further from a float64 evaluation of the same program than the tolerance and "
+        "the kernel is within it, that float64 evaluation",
+    )
     sanitizer: SanitizerReport | None = None
     held_gpu_bytes: int = Field(
         default=0,

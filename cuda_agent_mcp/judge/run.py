@@ -62,6 +62,7 @@ def run_job(
                 phases_s=judge.clock.as_dict(),
                 environment=environment,
                 hidden_sizes=judge.size_plan.describe(),
+                judged_against=judge.judged_against,
                 sanitizer=judge.sanitizer,
             )
         null = judge.start_null_worker()
@@ -114,6 +115,7 @@ def run_job(
             evidence_missing=missing,
             speed_of_light=sol,
             faster_than_sol=sol is not None and stats.median_ms < sol.t_sol_ms,
+            judged_against=judge.judged_against,
         )
     except VerdictReached as reached:
         return JudgeReport(

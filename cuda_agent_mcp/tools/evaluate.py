@@ -236,6 +236,7 @@ async def _verify(
         phases_s={"build": build.wall_s, **report.phases_s},
         environment=report.environment,
         hidden_sizes=report.hidden_sizes,
+        judged_against=report.judged_against,
         sanitizer=report.sanitizer,
     )
 
@@ -309,6 +310,7 @@ async def _profile(
         speed_of_light=report.speed_of_light,
         evidence_missing=missing,
         faster_than_sol=report.faster_than_sol,
+        judged_against=report.judged_against,
         within_noise=any(straddles(ci, t) for ci in (eager_ci, compile_ci) for t in THRESHOLDS["milestones"]),
     )
 
