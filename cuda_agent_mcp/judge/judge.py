@@ -34,7 +34,7 @@ import torch
 from cuda_agent_mcp.evaluation.job import EvalJob
 from cuda_agent_mcp.evaluation.ops import forbidden_ops
 from cuda_agent_mcp.judge.compare import Problem, check_outputs, errors, unchanged
-from cuda_agent_mcp.judge.gpu_memory import memory_at_failure
+from cuda_agent_mcp.judge.gpu_memory import MemoryAtFailure, memory_at_failure
 from cuda_agent_mcp.judge.kernels import breakdown
 from cuda_agent_mcp.judge.phases import PhaseClock
 from cuda_agent_mcp.judge.sanitize import SanitizerTarget, start_target
@@ -100,6 +100,8 @@ CHECK_EVERY = 4
 OBSERVED_SLOWDOWN_LIMIT = 1.15
 # The null worker's first batch maps its inputs and exports its first outputs: not a sample.
 NULL_WARMUP_BATCHES = 1
+# The null runs no candidate code: its outputs are opened (never copied) under no tighter limit than inputs.
+NULL_OUTPUT_BYTES = 1 << 40
 BASELINE_FILE_BYTES = 4 << 30
 
 
@@ -241,11 +243,20 @@ class Judge:
     def _reference_out_of_memory(self, exc: BaseException) -> Exception:
         """The reference ran out of device memory in the judge: the task's error when nothing else held the
         device (it needs more than this GPU has), the infrastructure's otherwise."""
-        memory = memory_at_failure(self.device_uuid, os.getpid())
-        if memory is not None and memory.used_bytes - memory.worker_bytes < 0.1 * memory.total_bytes:
+        memory = self._memory_at_failure(os.getpid())
+        if memory is not None and memory.others_bytes < 0.1 * memory.total_bytes:
             return TaskFault(f"the reference needs more device memory than this GPU has: {memory.describe()}")
         held = memory.describe() if memory is not None else "the device's memory could not be measured"
         return HarnessFault(f"the reference ran out of device memory in the judge ({held}): {exc}"[:2000])
+
+    def _memory_at_failure(self, pid: int | None) -> MemoryAtFailure | None:
+        """NVML's per-process account, else the device's totals as this process sees them; None off a GPU."""
+        if self.device.type != "cuda":
+            return None
+        if (measured := memory_at_failure(self.device_uuid, pid)) is not None:
+            return measured
+        free, total = torch.cuda.mem_get_info(self.device)
+        return MemoryAtFailure(worker_bytes=None, used_bytes=total - free, total_bytes=total)
 
     @cached_property
     def device_uuid(self) -> str:
@@ -412,7 +423,7 @@ class Judge:
             with self.clock.phase("null_outputs"):
                 for result in reply.sets:
                     for ref in result.outputs:
-                        open_ref(ref, max_bytes=output_limit_bytes(out_bytes or _ref_bytes(ref)))
+                        open_ref(ref, max_bytes=NULL_OUTPUT_BYTES)
         ping_ms = self._round_trip_ms(worker, timeout_s)
         return BatchRun(reply=reply, outputs=outputs, judge_ms=judge_ms, ping_ms=ping_ms, staged=staged)
 
@@ -500,22 +511,23 @@ class Judge:
         )
 
     def _out_of_memory(self, worker: Worker, phase: Literal["load", "call"], detail: str) -> None:
-        """The worker says it ran out of device memory: the candidate's verdict only when the judge's own
-        measure (NVML) finds the worker holding most of the device, infrastructure otherwise."""
-        memory = memory_at_failure(self.device_uuid, worker.gpu_pid) if self.device.type == "cuda" else None
-        if memory is not None and memory.candidate_explains:
+        """The worker says it ran out of device memory: the infrastructure's only when the judge's own
+        measure finds others crowding the device (judge/gpu_memory.py); the candidate's verdict otherwise,
+        so an out-of-memory raised on a device with room to spare (or off a GPU) buys no retry."""
+        memory = self._memory_at_failure(worker.gpu_pid)
+        if memory is None or memory.candidates_fault:
+            measured = f": {memory.describe()}" if memory is not None else ""
             raise VerdictReached(
                 Crashed(
                     phase=phase,
                     kind="out_of_memory",
-                    message=f"out of device memory: {memory.describe()}. Allocate less (reuse buffers, free "
-                    "temporaries) or work in pieces.",
+                    message=f"out of device memory{measured}. Allocate less (reuse buffers, free temporaries) "
+                    "or work in pieces.",
                     log_tail=detail[-2000:],
                 )
             )
-        held = memory.describe() if memory is not None else "what the worker held could not be measured"
         raise HarnessFault(
-            f"the worker ran out of device memory that its own allocations do not explain ({held})"
+            f"the worker ran out of device memory while others crowded it ({memory.describe()})"
         )
 
     # -- checks shared by every batch --------------------------------------------------------------
@@ -939,10 +951,6 @@ class Judge:
         for pool in self._weight_pools:
             give_back(pool)
         self._weight_pools = []
-
-
-def _ref_bytes(ref: TensorRef) -> int:
-    return math.prod(ref.shape) * _ITEMSIZE.get(ref.dtype, 8)
 
 
 def _timing_disagreement(
