@@ -44,10 +44,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.errors import IsolationUnavailable
 from cuda_agent_mcp.executors.base import ProcessLimits, ProcessResult
-from cuda_agent_mcp.executors.local import LocalExecutor
+from cuda_agent_mcp.executors.local import LocalExecutor, scrubbed_env
 from cuda_agent_mcp.isolation import landlock
 from cuda_agent_mcp.isolation.bubblewrap import ETC_ENTRIES, SYSTEM_DIRS, filesystem_view
 from cuda_agent_mcp.isolation.cgroup import PidsCgroup
+from cuda_agent_mcp.isolation.identity import user_name
 from cuda_agent_mcp.isolation.namespaces import NAMESPACE_OPTIONS, available_isolation
 from cuda_agent_mcp.isolation.quota import QuotaOutcome, WorkspaceQuota
 from cuda_agent_mcp.isolation.uids import allocate_session_uid, lend_tree, release_session_uid
@@ -311,6 +312,7 @@ class SandboxedExecutor:
         quota: WorkspaceQuota | None = None,
     ) -> tuple[ProcessResult, QuotaOutcome]:
         """`run`, plus what the view reported: the deadline, a quota passed, a failed merge."""
+        env = self._with_identity(env)
         if self.uid is not None:
             await anyio.to_thread.run_sync(lend_tree, cwd, self.uid, tuple(protected))
         cgroup = PidsCgroup.create(f"worker-run-{uuid.uuid4().hex[:12]}", max_pids=self.policy.max_processes)
@@ -338,6 +340,13 @@ class SandboxedExecutor:
         finally:
             if cgroup is not None:
                 await anyio.to_thread.run_sync(cgroup.remove)
+
+    def _with_identity(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        """`env` (by default the scrubbed one) with USER and LOGNAME of the uid the command runs as: no
+        login gives them, the session uids have no passwd entry, and `getpass.getuser()` (torch 2.11's
+        inductor asks it) fails without them (issue 23)."""
+        name = user_name(self.uid if self.uid is not None else os.getuid())
+        return {**(dict(env) if env is not None else scrubbed_env()), "USER": name, "LOGNAME": name}
 
     async def _run_view(
         self,

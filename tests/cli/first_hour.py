@@ -3,11 +3,15 @@ child process, a terminal of a given width (or a pipe), and the checks every com
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +88,33 @@ def small_relu(tmp_path: Path) -> Path:
     return reference
 
 
+@functools.cache
+def _skeleton() -> Path:
+    """The small relu task's new workspace, made once per test process by the real `workspace new` (about
+    10 s on the CI machine: it probes the reference in a sandbox), in a directory removed at exit."""
+    root = Path(tempfile.mkdtemp(prefix="cuda-agent-test-skeleton-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    created = cuda_agent("workspace", "new", str(small_relu(root)), str(root / "ws"))
+    assert created.returncode == 0, created.stderr
+    return root / "ws"
+
+
+def new_workspace(tmp_path: Path, name: str = "ws") -> Path:
+    """What `cuda-agent workspace new <tmp_path>/small_relu.py <tmp_path>/<name>` makes: a copy of the
+    skeleton, its recorded source the reference written into `tmp_path`."""
+    reference = small_relu(tmp_path)
+    workspace = tmp_path / name
+    shutil.copytree(_skeleton(), workspace)
+    meta = workspace / ".cuda-agent" / "workspace.json"
+    recorded = json.loads(meta.read_text())
+    recorded["source"]["path"] = str(reference)
+    meta.write_text(json.dumps(recorded, indent=2) + "\n")
+    return workspace
+
+
 def torch_workspace(tmp_path: Path, name: str = "ws") -> Path:
     """A workspace of the small relu task with a pure-PyTorch ModelNew and no kernel sources."""
-    workspace = tmp_path / name
-    created = cuda_agent("workspace", "new", str(small_relu(tmp_path)), str(workspace))
-    assert created.returncode == 0, created.stderr
+    workspace = new_workspace(tmp_path, name)
     (workspace / "model_new.py").write_text(TORCH_RELU)
     return workspace
 

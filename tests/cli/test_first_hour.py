@@ -22,6 +22,7 @@ from tests.cli.first_hour import (
     NO_GPU,
     TORCH_RELU,
     cuda_agent,
+    new_workspace,
     no_traceback,
     one_json,
     one_line_error,
@@ -191,8 +192,7 @@ def test_verify_on_the_cpu_needs_no_kernel_sources_for_a_pytorch_model_new(tmp_p
 def test_a_binding_without_register_binding_fails_the_build_naming_the_file(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
-    workspace = tmp_path / "ws"
-    assert cuda_agent("workspace", "new", str(small_relu(tmp_path)), str(workspace)).returncode == 0
+    workspace = new_workspace(tmp_path)
     shutil.copytree(EXAMPLES / "relu" / "kernels", workspace / "kernels", dirs_exist_ok=True)
     binding = workspace / "kernels" / "relu_binding.cpp"
     binding.write_text(
@@ -330,8 +330,7 @@ def test_workspace_new_writes_a_valid_skeleton_for_a_model_without_constructor_a
 def test_the_compile_progress_names_every_file_still_compiling(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
-    workspace = tmp_path / "ws"
-    assert cuda_agent("workspace", "new", str(small_relu(tmp_path)), str(workspace)).returncode == 0
+    workspace = new_workspace(tmp_path)
     shutil.copytree(EXAMPLES / "relu" / "kernels", workspace / "kernels", dirs_exist_ok=True)
     for source in (workspace / "kernels").iterdir():  # both units miss the cache: both compile now
         source.write_text(source.read_text() + f"\n// {tmp_path.name}\n")

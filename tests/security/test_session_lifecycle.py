@@ -43,7 +43,10 @@ def _http(tmp_path: Path, cache: Path, *args: str) -> Server:
 def test_abandoned_sessions_end_when_idle_so_neither_their_client_nor_others_stay_locked_out(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
-    server = _http(tmp_path, shared_build_cache, "--session-idle-timeout", "6")
+    # The idle time-out must outlast filling the server (256 sessions; over 6 s on a slow CI machine),
+    # or the first client's sessions end before the server is full.
+    idle_s = 30.0
+    server = _http(tmp_path, shared_build_cache, "--session-idle-timeout", f"{idle_s:g}")
 
     async def fill(token: str, count: int) -> list[dict]:
         async with server.client(token) as client:
@@ -56,12 +59,17 @@ def test_abandoned_sessions_end_when_idle_so_neither_their_client_nor_others_sta
             return text(answer)
 
     async def work():  # type: ignore[no-untyped-def]
+        began = time.monotonic()
         alice = await fill(ALICE, 64)
         own_limit = await refused(ALICE)
         for name in ("client0", "client1", "client2"):  # 64 + 3 x 64 = 256: the server is full
             await fill(CLIENTS[name], 64)
+        last_start = time.monotonic()
         server_limit = await refused(CLIENTS["client3"])
-        await anyio.sleep(12)  # everyone disappeared; the idle time-out is 6 s, the reaper looks every 1.5 s
+        assert last_start - began < idle_s, "filling the server outlasted the idle time-out"
+        # Everyone disappears: the last session ends one time-out after its start, once the reaper
+        # (every time-out / 4) looks, plus a margin.
+        await anyio.sleep(max(0.0, last_start + idle_s * 1.25 + 3 - time.monotonic()))
         again = await fill(BOB, 1)
         return alice, own_limit, server_limit, again
 

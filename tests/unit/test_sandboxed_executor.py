@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import sys
@@ -19,6 +20,7 @@ from cuda_agent_mcp.executors import (
     SandboxPolicy,
 )
 from cuda_agent_mcp.executors.base import ProcessResult
+from cuda_agent_mcp.isolation.identity import user_name
 from cuda_agent_mcp.isolation.namespaces import available_isolation
 
 DAEMON = """
@@ -71,6 +73,20 @@ def test_the_same_daemon_escapes_a_plain_process_group_which_is_why_the_sandbox_
         import subprocess
 
         subprocess.run(["pkill", "-f", str(beat)], check=False)
+
+
+def test_a_command_has_a_user_name_even_as_a_uid_without_a_passwd_entry(tmp_path: Path) -> None:
+    # The session uids (as root) have no passwd entry: without USER and LOGNAME, getpass asks passwd
+    # and fails, as torch 2.11's inductor does for an agent's own torch.compile.
+    executor = SandboxedExecutor()
+    probe = "import getpass, os; print(os.getuid(), getpass.getuser(), os.environ['LOGNAME'])"
+    result = run(executor, [sys.executable, "-I", "-c", probe], tmp_path)
+    assert result.returncode == 0, result.output
+    uid, name, logname = result.output.split()
+    expected = user_name(executor.uid if executor.uid is not None else os.getuid())
+    assert name == logname == expected
+    if executor.uid is not None:  # root: the command ran as the session's own uid, not ours
+        assert int(uid) == executor.uid
 
 
 @pytest.mark.skipif("network" not in available_isolation(), reason="this machine refuses network namespaces")
