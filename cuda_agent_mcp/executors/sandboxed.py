@@ -48,7 +48,7 @@ from cuda_agent_mcp.executors.local import LocalExecutor, scrubbed_env
 from cuda_agent_mcp.isolation import landlock
 from cuda_agent_mcp.isolation.bubblewrap import ETC_ENTRIES, SYSTEM_DIRS, filesystem_view
 from cuda_agent_mcp.isolation.cgroup import PidsCgroup
-from cuda_agent_mcp.isolation.identity import user_name
+from cuda_agent_mcp.isolation.identity import identity_env
 from cuda_agent_mcp.isolation.namespaces import NAMESPACE_OPTIONS, available_isolation
 from cuda_agent_mcp.isolation.quota import QuotaOutcome, WorkspaceQuota
 from cuda_agent_mcp.isolation.uids import allocate_session_uid, lend_tree, release_session_uid
@@ -342,11 +342,12 @@ class SandboxedExecutor:
                 await anyio.to_thread.run_sync(cgroup.remove)
 
     def _with_identity(self, env: Mapping[str, str] | None) -> dict[str, str]:
-        """`env` (by default the scrubbed one) with USER and LOGNAME of the uid the command runs as: no
-        login gives them, the session uids have no passwd entry, and `getpass.getuser()` (torch 2.11's
-        inductor asks it) fails without them (issue 23)."""
-        name = user_name(self.uid if self.uid is not None else os.getuid())
-        return {**(dict(env) if env is not None else scrubbed_env()), "USER": name, "LOGNAME": name}
+        """`env` (by default the scrubbed one) with the identity of the uid the command runs as, its HOME
+        kept: no login gives USER or LOGNAME, the session uids have no passwd entry, and
+        `getpass.getuser()` (torch 2.11's inductor asks it) fails without them (issue 23)."""
+        base = dict(env) if env is not None else scrubbed_env()
+        uid = self.uid if self.uid is not None else os.getuid()
+        return {**base, **identity_env(uid, base.get("HOME", "/tmp"))}
 
     async def _run_view(
         self,
