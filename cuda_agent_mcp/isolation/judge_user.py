@@ -27,7 +27,16 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from cuda_agent_mcp.isolation.cgroup import DELEGATED_ENV, delegate, remove_tree
+from cuda_agent_mcp.errors import IsolationUnavailable
+from cuda_agent_mcp.isolation.cgroup import (
+    DELEGATED_ENV,
+    NO_CAGE_ENV,
+    REDUCED_ISOLATION_ENV,
+    cage_support,
+    delegate,
+    reduced_isolation_allowed,
+    remove_tree,
+)
 from cuda_agent_mcp.isolation.identity import compile_cache_env, identity_env
 from cuda_agent_mcp.isolation.uids import WORKER_UID, lend_tree, switching_users
 
@@ -95,7 +104,23 @@ def as_server_user(
         **identity_env(os.getuid(), env.get("HOME", "/tmp")),
         **compile_cache_env(state_dir / "judge-cache"),
     }
+    if cage_support().root is None:
+        private[NO_CAGE_ENV] = "1"
+        isolation = f"{isolation}; {uncaged(cage_support().problem)}"
     return JudgeStart(argv, {**env, **private}, isolation=isolation, fallback=fallback)
+
+
+def uncaged(problem: str | None) -> str:
+    """What a judge without a pids cgroup for its candidates' processes is said to be; refused with
+    IsolationUnavailable unless reduced isolation was asked for (the judge would refuse each worker)."""
+    if not reduced_isolation_allowed():
+        raise IsolationUnavailable(
+            f"no pids cgroup can hold an evaluation's processes here ({problem})",
+            "run as root on a machine with a pids cgroup hierarchy (v1, or v2 with the pids controller), "
+            f"or delegate a cgroup subtree with the pids controller (${DELEGATED_ENV}); for single-user "
+            f"local use only, {REDUCED_ISOLATION_ENV}=1 evaluates with process groups, and results say so",
+        )
+    return f"candidates' processes in process groups only: no pids cgroup ({problem})"
 
 
 def plan_judge_start(argv: list[str], env: dict[str, str], state_dir: Path, *, workers: str) -> JudgeStart:
@@ -120,8 +145,12 @@ def plan_judge_start(argv: list[str], env: dict[str, str], state_dir: Path, *, w
         **compile_cache_env(judge_caches(home, uid)),
     }
     cgroup = delegate(f"judge-{uuid.uuid4().hex[:12]}", uid)
+    caged = ""
     if cgroup is not None:
         private[DELEGATED_ENV] = str(cgroup)
+    else:
+        private[NO_CAGE_ENV] = "1"
+        caged = f"; {uncaged(cage_support().problem or 'the subtree could not be delegated')}"
     # What this interpreter imports from must stay importable for the judge: its prefixes, PYTHONPATH,
     # directories .pth files added (an editable install), and the user site, which follows HOME unless
     # its base is named.
@@ -141,7 +170,7 @@ def plan_judge_start(argv: list[str], env: dict[str, str], state_dir: Path, *, w
         "argv": argv,
     }
     command = [sys.executable, "-I", "-S", str(_SCRIPT), json.dumps(spec)]
-    isolation = f"as uid {uid} in its own network and mount namespaces (private /dev/shm and /tmp)"
+    isolation = f"as uid {uid} in its own network and mount namespaces (private /dev/shm and /tmp){caged}"
     return JudgeStart(command, environment, uid=uid, home=home, cgroup=cgroup, isolation=isolation)
 
 

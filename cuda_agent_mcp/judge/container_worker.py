@@ -136,6 +136,10 @@ class ContainerWorkerPool:
     The pool owns a private shared-memory directory, bound into each container: CPU tensors go there
     (a container has its own /dev/shm)."""
 
+    # The containers' processes are not the judge's descendants: the GPU guard cannot tell them from
+    # foreign work, so it does not run (judge/gpu_guard.py; results say `unchecked`).
+    pids_visible = False
+
     def __init__(self, scratch: Path, env: Mapping[str, str], settings: DockerSettings | None = None) -> None:
         self.scratch = scratch
         self.env = dict(env)

@@ -20,12 +20,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 
 from cuda_agent_mcp.executors.local import child_python_path
+from cuda_agent_mcp.isolation.cgroup import PidsCgroup
 from cuda_agent_mcp.isolation.identity import compile_cache_env, identity_env
 from cuda_agent_mcp.results import SanitizerReport
 from cuda_agent_mcp.wire import SANITIZE_TARGET_MODULE
@@ -33,6 +35,7 @@ from cuda_agent_mcp.wire import SANITIZE_TARGET_MODULE
 Tool = Literal["memcheck", "racecheck", "synccheck"]
 ERROR_EXIT = 86
 _LOCATION = re.compile(r"\bin (\S+?):(\d+)")
+MAX_TARGET_PIDS = 1024  # the sanitizer, the target and their threads (cgroup v1 counts threads)
 
 
 def sanitizer_path() -> str | None:
@@ -54,6 +57,11 @@ class SanitizerTarget:
         ]  # fmt: skip
         work = self.directory / "work"
         work.mkdir()
+        # The target runs the candidate's code: it gets a cage like a worker's (CageUnavailable where none
+        # can be made), joined by a shell that then becomes the sanitizer, before anything else runs.
+        self.cage = PidsCgroup.required(f"target-{uuid.uuid4().hex[:12]}", max_pids=MAX_TARGET_PIDS)
+        if self.cage is not None:
+            command = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.cage.path), *command]
         self.started = time.monotonic()
         self.process = subprocess.Popen(  # TMPDIR is the target's own directory: the sanitizer's files too
             command,
@@ -108,14 +116,22 @@ class SanitizerTarget:
             )
         return SanitizerReport(tool=self.tool, status="clean", wall_s=wall)
 
+    def left_running(self) -> list[int]:
+        """Processes still in the target's cage once it has exited: what the candidate's code left."""
+        return self.cage.others() if self.cage is not None and self.process.poll() is not None else []
+
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
+        if self.cage is not None:
+            self.cage.kill_all()
         self.process.wait()
 
     def close(self) -> None:
         if self.process.poll() is None:
             self.kill()
+        if self.cage is not None:
+            self.cage.remove()
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from cuda_agent_mcp.executors.local import child_python_path
 from cuda_agent_mcp.isolation import landlock
-from cuda_agent_mcp.isolation.cgroup import PidsCgroup, pids_cgroup_root
+from cuda_agent_mcp.isolation.cgroup import CageUnavailable, PidsCgroup, cage_support
 from cuda_agent_mcp.isolation.identity import COMPILE_CACHE_ENVS, compile_cache_env, identity_env
 from cuda_agent_mcp.isolation.namespaces import available_isolation
 from cuda_agent_mcp.wire import PRELOAD_MODULE, WORKER_MODULE
@@ -65,8 +65,11 @@ def worker_isolation() -> str:
     layers = ["process group", "rlimits"]
     if "network" in available_isolation():
         layers.append("network namespace")
-    if pids_cgroup_root() is not None:
-        layers.append("pids cgroup")
+    cage = cage_support()
+    layers.append(cage.describe())  # "no pids cgroup (why)" where workers run uncaged
+    if cage.root is not None and landlock.abi_version() <= 0:
+        # The worker runs as the cage's owner: only Landlock keeps it from writing itself out of it.
+        layers[-1] += " (leavable: no Landlock keeps the worker from its cgroup files)"
     if landlock.abi_version() > 0:
         layers.append("landlock filesystem view")
     if landlock.abi_version() >= 6:
@@ -109,6 +112,8 @@ class Worker:
     directory: Path  # its working directory and log; removed on close
     # What the judge must keep alive while the worker maps it (the private copies of the weights).
     keep_alive: object = None
+    # Whether candidate code was loaded into it (baselines and the null worker run only trusted code).
+    runs_candidate: bool = False
     log_path: Path
     _request_write: int
     _reply_read: int
@@ -160,6 +165,11 @@ class Worker:
         """The judge's persistent compile caches, for a trusted load (the torch.compile baseline) to use
         instead of its own; none by default (a container cannot reach them)."""
         return {}
+
+    def left_running(self) -> list[int]:
+        """Processes the worker's code started and left running, where the judge can see them (its pids
+        cage); none where it cannot (a container ends with its worker whatever runs in it)."""
+        return []
 
     # -- what each kind of worker provides -------------------------------------------------------
 
@@ -240,16 +250,20 @@ class WorkerProcess(Worker):
         self.process = _ForkedProcess(forked)
         self._shm_before = shm_snapshot()
         _live_workers.add(self)
-        # Everything the worker starts lands in its cgroup (where one can be made), so nothing it starts
-        # survives it, setsid and double forks included. It is added before it can run candidate code:
-        # the worker reads no candidate before the judge's first request, which comes after this.
-        self.cage = PidsCgroup.create(f"worker-{self.tag}", max_pids=MAX_WORKER_PIDS)
-        if self.cage is not None:
-            try:
+        # Everything the worker starts lands in its cgroup, so nothing it starts survives it, setsid and
+        # double forks included. It is added before it can run candidate code: the worker reads no
+        # candidate before the judge's first request, which comes after this. No cage, no worker (unless
+        # reduced isolation was asked for, which `worker_isolation` then reports).
+        self.cage: PidsCgroup | None = None
+        try:
+            self.cage = PidsCgroup.required(f"worker-{self.tag}", max_pids=MAX_WORKER_PIDS)
+            if self.cage is not None:
                 self.cage.add(self.process.pid)
-            except OSError:
-                self.cage.remove()
-                self.cage = None
+        except (CageUnavailable, OSError) as exc:
+            self._dispose()
+            if isinstance(exc, CageUnavailable):
+                raise
+            raise CageUnavailable(f"the worker could not join its pids cgroup: {exc}") from None
 
     def exit_status(self) -> int | None:
         return self.process.poll()
@@ -266,6 +280,11 @@ class WorkerProcess(Worker):
         if landlock.abi_version() <= 0:
             return {}
         return {k: v for k in COMPILE_CACHE_ENVS if (v := os.environ.get(k))}
+
+    def left_running(self) -> list[int]:
+        """Processes in the worker's cage other than the worker itself: what its code started and left
+        running (none of the harness's own code starts a process in a worker)."""
+        return self.cage.others(self.process.pid) if self.cage is not None else []
 
     def thread_count(self) -> int | None:
         """The worker's OS threads, as the kernel counts them (None once it has exited)."""
