@@ -194,6 +194,7 @@ class Rejected(_Frozen):
         "foreign_kernels",
         "sanitizer",
         "foreign_work",
+        "process_left_running",
     ]
     message: str
     findings: list[AuditFinding] = []

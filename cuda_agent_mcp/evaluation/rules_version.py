@@ -10,4 +10,6 @@ from __future__ import annotations
 # charged to a candidate, how rewards are computed. Results, journal rows and baselines of another version
 # are never mixed with this one's: baselines are measured again, resumed runs refuse them.
 # "2026-12-02": the first versioned rule set (before it, results carried no version: read as None).
-VERDICT_RULES_VERSION = "2026-12-02"
+# "2026-12-02.2": a candidate that leaves a process running after its call returns is rejected
+# (`process_left_running`); a timing taken while foreign work ran on the GPU is discarded, never charged.
+VERDICT_RULES_VERSION = "2026-12-02.2"

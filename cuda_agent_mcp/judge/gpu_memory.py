@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 # A worker holding at least this share of the device ran it out of memory itself.
@@ -55,7 +56,7 @@ def memory_at_failure(device_uuid: str, pid: int | None) -> MemoryAtFailure | No
     CUDA_VISIBLE_DEVICES), or None where NVML cannot say (the caller falls back to the device's totals)."""
     if pid is None:
         return None
-    nvml = _nvml()
+    nvml = nvml_module()
     if nvml is None:
         return None
     with contextlib.suppress(Exception):
@@ -68,7 +69,10 @@ def memory_at_failure(device_uuid: str, pid: int | None) -> MemoryAtFailure | No
     return None
 
 
-def _nvml() -> Any:
+@cache
+def nvml_module() -> Any:
+    """pynvml initialised (once per process: every job's GPU guard asks), or None where the driver's
+    Python bindings are missing or NVML fails."""
     try:
         import pynvml  # nvidia-ml-py: on every machine with the driver's Python bindings
     except ImportError:

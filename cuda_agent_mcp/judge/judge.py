@@ -34,6 +34,7 @@ import torch
 from cuda_agent_mcp.evaluation.job import EvalJob
 from cuda_agent_mcp.evaluation.ops import forbidden_ops
 from cuda_agent_mcp.judge.compare import Problem, check_outputs, errors, unchanged
+from cuda_agent_mcp.judge.gpu_guard import GpuBusy, GpuGuard, listing
 from cuda_agent_mcp.judge.gpu_memory import MemoryAtFailure, memory_at_failure
 from cuda_agent_mcp.judge.kernels import breakdown
 from cuda_agent_mcp.judge.phases import PhaseClock
@@ -103,6 +104,9 @@ NULL_WARMUP_BATCHES = 1
 # The null runs no candidate code: its outputs are opened (never copied) under no tighter limit than inputs.
 NULL_OUTPUT_BYTES = 1 << 40
 BASELINE_FILE_BYTES = 4 << 30
+# How long a process the candidate started may take to finish exiting after its call returned (the middle
+# of a double fork, a helper that ends on its own).
+LEFT_RUNNING_GRACE_S = 0.2
 
 
 class VerdictReached(Exception):
@@ -322,6 +326,7 @@ class Judge:
         # Whatever is loaded from the candidate's directory runs in the filesystem view.
         confine = Path(directory) == Path(self.job.candidate_dir)
         directory = worker.stage(directory)
+        worker.runs_candidate = confine
         copies, pool = private_copies(self.state)
         state = {k: judge_share(v) for k, v in copies.items()}
         request = LoadRequest(
@@ -433,6 +438,7 @@ class Judge:
         """Private copies of every output; an output that aliases an input or another output is a
         contract violation (principle 10), whatever the worker says about it."""
         limit = output_limit_bytes(out_bytes)
+        device = self.device.index if self.device.type == "cuda" else None
         copies = []
         try:
             for index, (result, inputs) in enumerate(zip(reply.sets, staged, strict=True)):
@@ -442,7 +448,9 @@ class Judge:
                     raise VerdictReached(
                         ContractViolation(check="aliasing", trial=0, message=f"call {index}: {overlap}")
                     )
-                copies.append([open_ref(r, max_bytes=limit).clone() for r in result.outputs])
+                copies.append(
+                    [open_ref(r, max_bytes=limit, expected_device=device).clone() for r in result.outputs]
+                )
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
         except MappingFailed as exc:
@@ -473,6 +481,7 @@ class Judge:
             raise VerdictReached(
                 Crashed(phase=phase, kind=kind, message=lost.detail, log_tail=lost.log_tail)
             ) from None
+        self._check_left_running(worker)
         if reply.op == "failure":
             if reply.kind == "out_of_memory":
                 self._out_of_memory(worker, reply.phase, reply.message)
@@ -482,6 +491,24 @@ class Judge:
                 Crashed(phase=reply.phase, kind=reply.kind, message=reply.message, log_tail=worker.log_tail())
             )
         return reply
+
+    def _check_left_running(self, worker: Worker) -> None:
+        """After each of the candidate's calls returns, nothing it started may still run (its cage says,
+        not the worker): a process left behind could load the GPU while baselines or later evaluations
+        are timed. A double fork's middle process may take a moment to exit, so it is looked at twice."""
+        if not worker.runs_candidate or not (left := worker.left_running()):
+            return
+        time.sleep(LEFT_RUNNING_GRACE_S)
+        if left := worker.left_running():
+            raise VerdictReached(
+                Rejected(
+                    reason="process_left_running",
+                    message=f"the candidate's code left {len(left)} process(es) running after its call returned "
+                    f"(pids {', '.join(map(str, left[:8]))}); every process it starts must end before the call "
+                    "returns. They were killed with its worker.",
+                    evidence={"processes_left": float(len(left))},
+                )
+            )
 
     def _harness_step_failed(self, prepare: PrepareRequest, detail: str, timeout_s: float) -> None:
         """Preparing a batch (mapping its inputs, poisoning free memory, flushing the L2) is the harness's
@@ -717,6 +744,14 @@ class Judge:
         if target is not None:
             with self.clock.phase("sanitizer"):
                 self.sanitizer = self.run_sanitizer(target)
+            if isinstance(target, SanitizerTarget) and (left := target.left_running()):
+                return Rejected(
+                    reason="process_left_running",
+                    message=f"under compute-sanitizer the candidate's code left {len(left)} process(es) running "
+                    "after its process exited; every process it starts must end before its call returns. "
+                    "They were killed.",
+                    evidence={"processes_left": float(len(left))},
+                )
             if self.sanitizer.status == "errors":
                 where = f" ({self.sanitizer.file}:{self.sanitizer.line})" if self.sanitizer.file else ""
                 return Rejected(
@@ -802,8 +837,40 @@ class Judge:
         `start_null_worker`), of the same size, output shapes and device time, and the judge's clock is
         judged against that null (judge/timing.py: `hidden_work`). On the CPU there are no events, so no
         clocks to cross-check and no null (the reward is capped at correctness there anyway)."""
-        with paused_garbage_collection():
-            return self._time_worker(worker, timeout_s, trusted, null)
+        guard = self.gpu_guard if self.gpu_guard is not None and self.gpu_guard.active else None
+        try:
+            if guard is not None:
+                with self.clock.phase("gpu_wait"):
+                    guard.wait_until_free()
+            with paused_garbage_collection():
+                timed = self._time_worker(worker, timeout_s, trusted, null)
+            if guard is not None and (found := guard.foreign()):
+                raise GpuBusy(
+                    f"foreign work ran on the GPU while it was timed ({listing(found)}): the timing was discarded"
+                )
+        except GpuBusy as busy:  # the machine's, never the candidate's: retried on a fresh judge
+            raise HarnessFault(str(busy)) from None
+        return timed
+
+    @cached_property
+    def gpu_guard(self) -> GpuGuard | None:
+        """The check that nobody else works on the timed GPU (judge/gpu_guard.py); None off the GPU."""
+        if self.device.type != "cuda":
+            return None
+        if not getattr(self.workers, "pids_visible", True):
+            return (
+                None  # container workers: their pids are not the judge's to recognise (gpu_exclusivity says)
+            )
+        return GpuGuard(self.device_uuid)
+
+    @property
+    def gpu_exclusivity(self) -> str:
+        """How the judge made sure the GPU was its own while it timed, for the record."""
+        if self.device.type != "cuda":
+            return "not applicable (no GPU)"
+        if self.gpu_guard is None:
+            return "unchecked: container workers' processes are not visible to the judge"
+        return self.gpu_guard.mode
 
     def _time_worker(
         self, worker: Worker, timeout_s: float, trusted: bool, null: Worker | None

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from cuda_agent_mcp.evaluation.job import EvalJob, JudgeReport
+from cuda_agent_mcp.isolation.cgroup import CageUnavailable
 from cuda_agent_mcp.judge.baselines import measure_baselines
 from cuda_agent_mcp.judge.judge import HarnessFault, Judge, TaskFault, VerdictReached
 from cuda_agent_mcp.judge.kernels import foreign_work
@@ -43,7 +44,7 @@ def run_job(
     gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
     worker: Worker | None = None
     null: Worker | None = None
-    environment = _environment(gpu, judge.workers.isolation)
+    environment = _judge_environment(gpu, judge)
     try:
         eager = compiled = None
         cached = False
@@ -127,6 +128,8 @@ def run_job(
         )
     except (HarnessFault, TaskFault) as fault:
         return _fault_report(fault, gpu, judge.clock.as_dict(), environment)
+    except CageUnavailable as exc:  # the machine's: no process of the candidate runs uncaged
+        return _fault_report(HarnessFault(str(exc)), gpu, judge.clock.as_dict(), environment)
     finally:
         for started in (worker, null):
             if started is not None:
@@ -146,7 +149,15 @@ def _baselines(judge: Judge) -> tuple[TimingStats | None, TimingStats | None, bo
         raise TaskFault(
             f"the reference failed while its baselines were measured ({verdict.status}): {detail}"[:2000]
         ) from None
-    except (HarnessFault, TaskFault, WorkerLost, TransportError, FrameError, WorkerStartFailed):
+    except (
+        HarnessFault,
+        TaskFault,
+        WorkerLost,
+        TransportError,
+        FrameError,
+        WorkerStartFailed,
+        CageUnavailable,
+    ):
         raise
     except Exception as exc:
         raise TaskFault(
@@ -202,16 +213,16 @@ def _baselines_only(
             baselines_cached=cached,
             gpu=gpu,
             phases_s=judge.clock.as_dict(),
-            environment=_environment(gpu, judge.workers.isolation),
+            environment=_judge_environment(gpu, judge),
         )
     except VerdictReached as reached:
         return JudgeReport(
             verdict=reached.verdict,
             gpu=gpu,
             phases_s=judge.clock.as_dict(),
-            environment=_environment(gpu, judge.workers.isolation),
+            environment=_judge_environment(gpu, judge),
         )
-    except (WorkerLost, TransportError, FrameError, WorkerStartFailed):
+    except (WorkerLost, TransportError, FrameError, WorkerStartFailed, CageUnavailable):
         raise  # the harness's own failures: never the task's
     except Exception as exc:  # the reference raised while the judge computed its outputs
         return JudgeReport(
@@ -222,11 +233,16 @@ def _baselines_only(
             ),
             gpu=gpu,
             phases_s=judge.clock.as_dict(),
-            environment=_environment(gpu, judge.workers.isolation),
+            environment=_judge_environment(gpu, judge),
         )
     finally:
         judge.close()  # its memory pools go back for later jobs
         remove_shm_files(tag)
+
+
+def _judge_environment(gpu: str, judge: Judge) -> dict[str, str]:
+    """What an evaluation ran on and the defences in force for it, each as the judge found it."""
+    return {**_environment(gpu, judge.workers.isolation), "gpu_exclusivity": judge.gpu_exclusivity}
 
 
 def _environment(gpu: str, isolation: str) -> dict[str, str]:

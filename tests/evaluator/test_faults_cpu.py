@@ -11,7 +11,7 @@ from cuda_agent_mcp.evaluation.job import Timeouts
 from cuda_agent_mcp.isolation.cgroup import pids_cgroup_root
 from cuda_agent_mcp.isolation.landlock import abi_version as landlock_abi
 from cuda_agent_mcp.judge import judge as judge_module
-from cuda_agent_mcp.results import Crashed, Passed, TimedOut
+from cuda_agent_mcp.results import Crashed, Passed, Rejected, TimedOut
 from cuda_agent_mcp.worker.__main__ import MAX_FILE_BYTES
 from tests.evaluator.conftest import HONEST, SLEEPS_IN_INIT
 from tests.processes import alive
@@ -56,30 +56,105 @@ needs_cgroup = pytest.mark.skipif(
 )
 
 
+# Each way a candidate can leave a process behind, started in forward() (the candidate's call); the
+# process writes its pid to {marker} and sleeps.
+_SLEEPER = "open({marker!r}, 'w').write(str(os.getpid())); time.sleep(3600)"
+DETACHES = {
+    "fork": "if os.fork() == 0:\n    {sleeper}\n",
+    "double_fork_setsid": "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        {sleeper}\n"
+    "    os._exit(0)\nos.wait()\n",
+    "daemon": "import ctypes\nif os.fork() == 0:\n    ctypes.CDLL(None).daemon(0, 0)\n    {sleeper}\nos.wait()\n",
+    "re_exec": "import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', \"import os, time; {sleeper_q}\"], "
+    "start_new_session=True)\ntime.sleep(0.5)\n",
+    "from_a_thread": "import threading\ndef _go():\n    if os.fork() == 0:\n        {sleeper}\n"
+    "t = threading.Thread(target=_go); t.start(); t.join()\n",
+}
+
+
 @needs_cgroup
-def test_a_process_that_escaped_with_setsid_and_a_double_fork_is_killed_too(run_judge, tmp_path) -> None:
+@pytest.mark.parametrize("how", sorted(DETACHES))
+def test_a_process_left_running_after_the_call_is_rejected_and_killed(run_judge, tmp_path, how) -> None:
     # /dev/shm: a place outside its own directory that the worker's filesystem view leaves writable.
-    marker = Path("/dev/shm") / f"cuda-agent-test-escaped-{tmp_path.name}.pid"
+    marker = Path("/dev/shm") / f"cuda-agent-test-left-{how}-{tmp_path.name}.pid"
+    sleeper = _SLEEPER.format(marker=str(marker))
+    code = DETACHES[how].format(sleeper=sleeper, sleeper_q=sleeper.replace("'", "\\'"))
+    body = "".join(f"        {line}\n" for line in code.splitlines())
+    candidate = HONEST.replace(
+        "        return (x * self.scale).clamp_min(0)",
+        f"        import os, time\n        if not os.path.exists({str(marker)!r}):\n"
+        + "".join(f"    {line}\n" for line in body.splitlines())
+        + "        time.sleep(0.3)\n        return (x * self.scale).clamp_min(0)",
+    )
+    try:
+        report = run_judge(candidate)
+        assert isinstance(report.verdict, Rejected), report.verdict
+        assert report.verdict.reason == "process_left_running", report.verdict
+        assert report.verdict.evidence["processes_left"] >= 1
+        left = int(marker.read_text())
+    finally:
+        marker.unlink(missing_ok=True)
+    deadline = time.monotonic() + 10
+    while alive(left) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(left), "a process the candidate started outlived its evaluation"
+    assert "pids cgroup" in report.environment["worker_isolation"]
+
+
+@needs_cgroup
+@pytest.mark.skipif(landlock_abi() == 0, reason="without Landlock a worker may write its own cgroup files")
+def test_a_process_cannot_move_itself_out_of_its_cage(run_judge, tmp_path) -> None:
+    """The attack on the cage itself: a child writes its pid into the cgroup above its cage (the judge's
+    subtree, or our hierarchy's root), every cgroup it can name, and stays. Its writes must fail: it is
+    still in the cage, so it is found and killed."""
+    marker = Path("/dev/shm") / f"cuda-agent-test-escape-{tmp_path.name}.txt"
     escape = HONEST.replace(
         "        return (x * self.scale).clamp_min(0)",
         "        import os, time\n"
         f"        if not os.path.exists({str(marker)!r}) and os.fork() == 0:\n"
         "            os.setsid()\n"
-        "            if os.fork() == 0:\n"
-        f"                open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
-        "                time.sleep(3600)\n"
-        "            os._exit(0)\n"
-        "        time.sleep(0.2)\n"
+        "            moved = []\n"
+        "            for line in open('/proc/self/cgroup').read().splitlines():\n"
+        "                path = line.split(':', 2)[2]\n"
+        "                controllers = line.split(':', 2)[1]\n"
+        "                mount = '/sys/fs/cgroup/pids' if controllers == 'pids' else '/sys/fs/cgroup'\n"
+        "                parts = path.strip('/').split('/')\n"
+        "                for depth in range(len(parts)):\n"
+        "                    target = '/'.join([mount, *parts[:depth]])\n"
+        "                    for name in ('cgroup.procs', 'tasks'):\n"
+        "                        try:\n"
+        "                            open(target + '/' + name, 'w').write(str(os.getpid()))\n"
+        "                            moved.append(target)\n"
+        "                        except OSError:\n"
+        "                            pass\n"
+        f"            open({str(marker)!r}, 'w').write(repr(moved) + ' ' + str(os.getpid()))\n"
+        "            time.sleep(3600)\n"
+        "        time.sleep(0.3)\n"
         "        return (x * self.scale).clamp_min(0)",
     )
-    report = run_judge(escape)
-    assert isinstance(report.verdict, Passed), report.verdict  # its outputs were right
-    escaped = int(marker.read_text())
-    marker.unlink()
+    try:
+        report = run_judge(escape)
+        written = marker.read_text()
+    finally:
+        marker.unlink(missing_ok=True)
+    moved, pid = written.rsplit(" ", 1)
+    assert moved == "[]", f"the candidate moved itself to {moved}"
+    assert isinstance(report.verdict, Rejected) and report.verdict.reason == "process_left_running", (
+        report.verdict
+    )
     deadline = time.monotonic() + 10
-    while alive(escaped) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(escaped), "a process the candidate started outlived its evaluation"
+    while alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(int(pid))
+
+
+@needs_cgroup
+def test_a_child_that_ends_before_the_call_returns_is_no_leftover(run_judge) -> None:
+    tidy = HONEST.replace(
+        "        return (x * self.scale).clamp_min(0)",
+        "        import subprocess\n        subprocess.run(['true'], check=True)\n"
+        "        return (x * self.scale).clamp_min(0)",
+    )
+    assert isinstance(run_judge(tidy).verdict, Passed)
 
 
 @needs_cgroup

@@ -1,0 +1,110 @@
+"""On the GPU machine (issue 24): NVML shows the judge a foreign GPU spinner and the judge waits for it to
+leave; a profile reports the check it ran and the cage its workers had, and a candidate whose extension
+leaves a process running when imported is rejected with nothing left alive."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+import torch
+
+from cuda_agent_mcp.evaluation.judge_service import JudgePool
+from cuda_agent_mcp.judge.gpu_guard import GpuGuard
+from cuda_agent_mcp.tools import ProfileRequest, Session, VerifyRequest, profile_kernels, verify_kernels
+from tests.conftest import EXAMPLES
+from tests.processes import alive
+
+pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
+
+SPINNER = (
+    "import sys, time, torch\n"
+    "torch.empty(1, device='cuda'); print('ready', flush=True)\n"
+    "end = time.time() + float(sys.argv[1])\n"
+    "while time.time() < end:\n"
+    "    torch.cuda._sleep(10_000_000); torch.cuda.synchronize()\n"
+)
+
+
+def test_a_foreign_spinner_is_seen_and_timing_waits_for_it_to_leave() -> None:
+    torch.empty(1, device="cuda")
+    # Only this process is ours: the spinner is its child, standing in for another tenant's process.
+    guard = GpuGuard(str(torch.cuda.get_device_properties(0).uuid), own=lambda: {os.getpid()})
+    print("guard mode:", guard.mode)
+    assert guard.active, guard.mode
+    spinner = subprocess.Popen([sys.executable, "-c", SPINNER, "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert spinner.stdout is not None and spinner.stdout.readline().strip() == "ready"
+        time.sleep(1.0)
+        seen = guard.foreign()
+        assert spinner.pid in [p.pid for p in seen], (guard.mode, seen)
+        waited = guard.wait_until_free(limit_s=30)
+        print(f"waited {waited:.2f} s for the spinner to leave")
+        assert waited > 0.5 and spinner.poll() is not None
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert guard.foreign() == []
+
+
+# A process left at import, named so the test finds it from outside (the judge's /dev/shm is private).
+LEFT_NAME = "cat-leftover"
+LEAVE = r"""
+#include <sys/prctl.h>
+#include <unistd.h>
+static void leave() {
+  pid_t first = fork();
+  if (first == 0) {
+    setsid();
+    if (fork() == 0) { prctl(PR_SET_NAME, "@NAME@", 0, 0, 0); for (;;) pause(); }
+    _exit(0);
+  }
+}
+static int started = (leave(), 0);
+"""
+
+
+def _named(name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if (
+                entry.name.isdigit()
+                and (entry / "comm").read_text().strip() == name
+                and alive(int(entry.name))
+            ):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_profile_says_what_guarded_it_and_a_process_left_at_import_is_rejected(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    shutil.copytree(EXAMPLES / "relu", tmp_path / "ws")
+    session = Session.open(tmp_path / "ws", cache_dir=shared_build_cache, judges=JudgePool(tmp_path / "logs"))
+    try:
+        profiled = anyio.run(profile_kernels, session, ProfileRequest(baselines="skip"))
+        print("environment:", profiled.environment)
+        assert profiled.verdict.status == "passed", profiled.verdict
+        assert profiled.environment["gpu_exclusivity"].startswith("nvml"), profiled.environment
+        assert "pids cgroup" in profiled.environment["worker_isolation"], profiled.environment
+        assert "no pids cgroup" not in profiled.environment["worker_isolation"]
+        (tmp_path / "ws" / "kernels" / "leave.cpp").write_text(LEAVE.replace("@NAME@", LEFT_NAME))
+        verified = anyio.run(verify_kernels, session, VerifyRequest())
+        assert verified.verdict.status == "rejected", verified.verdict
+        assert verified.verdict.reason == "process_left_running", verified.verdict
+        assert verified.verdict.evidence["processes_left"] >= 1
+        deadline = time.monotonic() + 5
+        while _named(LEFT_NAME) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _named(LEFT_NAME) == []
+    finally:
+        session.judges.close()
