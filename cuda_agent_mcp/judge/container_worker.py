@@ -19,7 +19,8 @@ A container start plus a torch import costs seconds, so the pool keeps one start
 the import and has never touched CUDA or seen a candidate. The next one starts when the current one is
 closed, never beside a timed loop. Nothing outlives the judge: the worker exits when the judge's end of
 the socket closes, and every container carries its judge's label, so a new pool removes those whose
-judge is gone (`remove_orphans`).
+judge is gone (`remove_orphans`). A process the candidate leaves running after a call is its rejection
+(`left_running`), as in a forked worker's pids cage.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class ContainerWorker(SocketWorker):
         self._on_close = on_close
         self._container: Any = None
         self._status: int | None = None
+        self._harness_pids: set[int] = set()  # its init and the worker, before any candidate ran
         worker_env = self.environment(env, shm)
         readable = [Path(sys.prefix), Path(sys.base_prefix), self.load_root]
         readable += [Path(p) for p in worker_env["PYTHONPATH"].split(os.pathsep) if p]
@@ -98,6 +100,32 @@ class ContainerWorker(SocketWorker):
             options["ipc_mode"] = "host"
             options["pid_mode"] = "host"
         self._container = start_container(client, options, "evaluation worker")
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        super().wait_ready(timeout_s)
+        self._harness_pids = set(self._running_pids())
+
+    def left_running(self) -> list[int]:
+        """Processes in the container besides its init and the worker: what candidate code started and
+        left running. The engine lists them (`docker top`: the container's cgroup, as the host sees it);
+        the container's removal ends them whatever this finds."""
+        return [pid for pid in self._running_pids() if pid not in self._harness_pids]
+
+    def _running_pids(self) -> list[int]:
+        if self._container is None:
+            return []
+        try:
+            listing = self._container.top(ps_args="-o pid,stat")
+            titles = [title.upper() for title in listing["Titles"]]
+            pid, state = titles.index("PID"), titles.index("STAT")
+            return [int(row[pid]) for row in listing.get("Processes") or [] if not row[state].startswith("Z")]
+        except Exception as exc:
+            if not container_state(self._container).get("Running", False):
+                return []  # gone or stopped: nothing runs in it
+            # Fail closed: an unseen leftover could load the machine while later work is timed.
+            raise ExecutorUnavailable(
+                "docker", f"cannot list a worker container's processes: {exc}"
+            ) from None
 
     @property
     def alive(self) -> bool:

@@ -85,7 +85,7 @@ from cuda_agent_mcp.wire.protocol import (
     RunRequest,
 )
 from cuda_agent_mcp.wire.refs import CudaIpcPayload, TensorRef, release_shm
-from cuda_agent_mcp.wire.transport import MappingFailed, TransportError, dtype_name, open_ref
+from cuda_agent_mcp.wire.transport import MappingFailed, TransportError, dtype_name, open_ref, receive
 
 POISON_VALUES = (float("nan"), -7.77e7)
 _FULL_PRECISION = (torch.float32, torch.float64)
@@ -448,9 +448,7 @@ class Judge:
                     raise VerdictReached(
                         ContractViolation(check="aliasing", trial=0, message=f"call {index}: {overlap}")
                     )
-                copies.append(
-                    [open_ref(r, max_bytes=limit, expected_device=device).clone() for r in result.outputs]
-                )
+                copies.append([receive(r, max_bytes=limit, expected_device=device) for r in result.outputs])
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
         except MappingFailed as exc:

@@ -8,8 +8,10 @@ rebuilds an exact `torch.Tensor` from validated fields: no pickle, no classes ch
 from __future__ import annotations
 
 import base64
+import binascii
 import math
 import os
+import re
 import stat
 import uuid
 from typing import Any
@@ -39,6 +41,14 @@ ALLOWED_DTYPES: dict[str, torch.dtype] = {
 }
 
 
+# torch names a CUDA IPC reference-counter file "/torch_<pid>_<random>_<n>" (NewProcessWideShmHandle) and
+# gives each shared block one of its CUDA_IPC_REF_COUNTER_FILE_SIZE int64 slots. The receiver's torch
+# opens that file by name when it lets go of the storage and decrements the slot at that offset: both
+# fields come from the sender, so both are checked before torch sees them.
+TORCH_REF_COUNTER = re.compile(r"/?torch_([0-9]+)_[0-9]+_[0-9]+")
+REF_COUNTER_SLOTS = 10000
+
+
 class TransportError(ValueError):
     """A TensorRef that cannot be opened or is inconsistent: a protocol violation by the sender."""
 
@@ -54,6 +64,13 @@ def _b64(data: bytes | None) -> str | None:
 
 def _unb64(text: str | None) -> bytes | None:
     return None if text is None else base64.b64decode(text.encode(), validate=True)
+
+
+def _decoded(text: str | None, field: str) -> bytes | None:
+    try:
+        return _unb64(text)
+    except (binascii.Error, ValueError):
+        raise TransportError(f"the {field} is not base64") from None
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -133,6 +150,7 @@ def open_ref(ref: TensorRef, *, max_bytes: int, expected_device: int | None = No
     if isinstance(payload, CudaIpcPayload):
         if expected_device is not None and payload.device != expected_device:
             raise TransportError("tensor is on another device")
+        _check_cuda_fields(payload)
         storage = _open_cuda(payload)
     else:
         path = shm_dir() / payload.name
@@ -153,6 +171,91 @@ def open_ref(ref: TensorRef, *, max_bytes: int, expected_device: int | None = No
         storage = flat.untyped_storage()
     empty = torch.empty(0, dtype=dtype, device=storage.device)
     return empty.set_(storage, ref.storage_offset, ref.shape, ref.stride)
+
+
+def receive(ref: TensorRef, *, max_bytes: int, expected_device: int | None = None) -> torch.Tensor:
+    """A private copy of a tensor another process sent, in memory only the receiver owns.
+
+    A CUDA output is mapped (its fields checked first) and cloned. A CPU output is read, never mapped:
+    the sender can write its file, and a mapped file it truncates is a SIGBUS in the reader. `share()`
+    sends CPU tensors as a dense copy, so any other layout is refused."""
+    if isinstance(ref.payload, CudaIpcPayload):
+        return open_ref(ref, max_bytes=max_bytes, expected_device=expected_device).clone()
+    return _read_shm(ref, ref.payload, max_bytes)
+
+
+def _read_shm(ref: TensorRef, payload: ShmPayload, max_bytes: int) -> torch.Tensor:
+    dtype = ALLOWED_DTYPES.get(ref.dtype)
+    if dtype is None:
+        raise TransportError(f"dtype {ref.dtype!r} is not allowed")
+    if any(n < 0 for n in ref.shape):
+        raise TransportError("shape must be non-negative")
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    nbytes = math.prod(ref.shape) * itemsize
+    if not _dense(ref.shape, ref.stride) or ref.storage_offset != 0 or payload.storage_size_bytes != nbytes:
+        raise TransportError("a CPU tensor must arrive dense, at offset 0, in a file of exactly its bytes")
+    if nbytes > max_bytes:
+        raise TransportError(
+            f"a tensor of {nbytes} bytes ({ref.dtype}, shape {ref.shape}) exceeds the limit of {max_bytes} bytes"
+        )
+    copy = torch.empty(ref.shape, dtype=dtype)
+    if nbytes == 0:
+        return copy
+    try:
+        # O_NONBLOCK: a FIFO put in the file's place must not hang the reader.
+        fd = os.open(shm_dir() / payload.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise TransportError(f"cannot open {payload.name}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size < nbytes:
+            raise TransportError(f"{payload.name} is not a file of at least {nbytes} bytes")
+        target = memoryview(copy.view(-1).view(torch.uint8).numpy())
+        done = 0
+        while done < nbytes:
+            read = os.preadv(fd, [target[done:]], done)
+            if read <= 0:  # the sender shortened its file after the check
+                raise TransportError(f"{payload.name} ended after {done} of its {nbytes} bytes")
+            done += read
+    except OSError as exc:
+        raise TransportError(f"cannot read {payload.name}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    return copy
+
+
+def _dense(shape: list[int], stride: list[int]) -> bool:
+    """torch's is_contiguous: row-major steps, where a dimension of one element may have any stride."""
+    if len(shape) != len(stride):
+        return False
+    if 0 in shape:
+        return True
+    step = 1
+    for size, given in zip(reversed(shape), reversed(stride), strict=True):
+        if size != 1 and given != step:
+            return False
+        step *= size
+    return True
+
+
+def _check_cuda_fields(payload: CudaIpcPayload) -> None:
+    """What torch's rebuild would use unchecked: handles that must decode, and the reference counter it
+    writes to when the storage is freed, which must be a sender's counter slot (never one of this
+    process's own files, never an offset past the file torch maps)."""
+    if not _decoded(payload.handle, "memory handle"):
+        raise TransportError("the memory handle is empty")
+    _decoded(payload.event_handle, "event handle")
+    counter = _decoded(payload.ref_counter_handle, "reference-counter name") or b""
+    match = TORCH_REF_COUNTER.fullmatch(counter.decode("ascii", errors="replace"))
+    if match is None:
+        raise TransportError("the reference-counter name is not one torch makes")
+    if int(match.group(1)) == os.getpid():
+        raise TransportError("the reference counter named is the receiver's own")
+    if payload.ref_counter_offset >= REF_COUNTER_SLOTS:
+        raise TransportError(
+            f"reference-counter offset {payload.ref_counter_offset} is past the counter file's "
+            f"{REF_COUNTER_SLOTS} slots"
+        )
 
 
 def _open_cuda(payload: CudaIpcPayload) -> Any:

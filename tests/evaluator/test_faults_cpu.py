@@ -11,7 +11,7 @@ from cuda_agent_mcp.evaluation.job import Timeouts
 from cuda_agent_mcp.isolation.cgroup import pids_cgroup_root
 from cuda_agent_mcp.isolation.landlock import abi_version as landlock_abi
 from cuda_agent_mcp.judge import judge as judge_module
-from cuda_agent_mcp.results import Crashed, Passed, Rejected, TimedOut
+from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, Rejected, TimedOut, WrongOutput
 from cuda_agent_mcp.worker.__main__ import MAX_FILE_BYTES
 from tests.evaluator.conftest import HONEST, SLEEPS_IN_INIT
 from tests.processes import alive
@@ -233,4 +233,37 @@ def test_a_segfault_in_candidate_native_code_is_a_crash_and_the_next_evaluation_
     report = run_judge(segfault)
     assert isinstance(report.verdict, Crashed), report.verdict
     assert report.verdict.kind == "process_exited" and report.verdict.phase == "call"
+    assert isinstance(run_judge(HONEST).verdict, Passed)
+
+
+def test_a_candidate_that_shortens_its_outputs_after_sending_them_cannot_crash_the_judge(run_judge) -> None:
+    """A thread of the candidate truncates every output file its worker sends, while the judge copies them
+    (issue 24, item 5). A judge that mapped those files would die of SIGBUS, and this test with it."""
+    saboteur = HONEST.replace(
+        "        return (x * self.scale).clamp_min(0)",
+        "        import glob, os, threading\n"
+        "        def _shorten():\n"
+        "            pattern = os.environ['CUDA_AGENT_SHM_DIR'] if os.environ.get('CUDA_AGENT_SHM_DIR') else '/dev/shm'\n"
+        "            pattern += '/cuda-agent-' + os.environ.get('CUDA_AGENT_SHM_TAG', '') + '-*'\n"
+        "            sizes = {}\n"
+        "            while True:\n"
+        "                for path in glob.glob(pattern):\n"
+        "                    try:\n"
+        "                        size = sizes.setdefault(path, os.stat(path).st_size)\n"
+        "                        os.truncate(path, 0)\n"
+        "                        os.truncate(path, size)\n"
+        "                    except OSError:\n"
+        "                        pass\n"
+        "        if not hasattr(ModelNew, '_saboteur'):\n"
+        "            ModelNew._saboteur = threading.Thread(target=_shorten, daemon=True)\n"
+        "            ModelNew._saboteur.start()\n"
+        "        return (x * self.scale).clamp_min(0)",
+    )
+    report = run_judge(saboteur)
+    # Whichever moment the judge's read met: a whole copy, a file refused as too short, the zeros a
+    # truncated and regrown file holds, or the worker's own SIGBUS while it wrote the file. Its outputs
+    # are the candidate's to spoil; the judge only has to come back with a verdict.
+    assert isinstance(report.verdict, Passed | ContractViolation | WrongOutput | Crashed), report.verdict
+    if isinstance(report.verdict, ContractViolation):
+        assert report.verdict.check == "transport"
     assert isinstance(run_judge(HONEST).verdict, Passed)

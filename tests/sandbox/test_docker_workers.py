@@ -28,7 +28,7 @@ from cuda_agent_mcp.isolation.worker_containers import (
 )
 from cuda_agent_mcp.judge import judge as judge_module
 from cuda_agent_mcp.judge.container_worker import ContainerWorkerPool
-from cuda_agent_mcp.results import Crashed, Passed, TimedOut
+from cuda_agent_mcp.results import Crashed, Passed, Rejected, TimedOut
 from cuda_agent_mcp.tools import VerifyRequest, verify_kernels
 from cuda_agent_mcp.tools.evaluate import JudgeFailed
 from tests.evaluator.conftest import HONEST, SLEEPS_IN_INIT, judge
@@ -146,7 +146,7 @@ def test_sleeping_forever_in_init_is_a_load_timeout_and_the_container_is_gone(ru
     assert isinstance(run_judge(HONEST).verdict, Passed)
 
 
-def test_a_process_that_escaped_with_setsid_and_a_double_fork_dies_with_its_container(
+def test_a_process_that_escaped_with_setsid_and_a_double_fork_is_rejected_and_dies_with_its_container(
     run_judge, pool
 ) -> None:
     escape = _in_forward(
@@ -160,7 +160,8 @@ def test_a_process_that_escaped_with_setsid_and_a_double_fork_dies_with_its_cont
     )
     running_before = set(_worker_containers(pool))
     report = run_judge(escape)
-    assert isinstance(report.verdict, Passed), report.verdict
+    assert isinstance(report.verdict, Rejected), report.verdict
+    assert report.verdict.reason == "process_left_running" and report.verdict.evidence["processes_left"] == 1
     # The worker's container (with the escaped process in it) is gone; only the one started ahead runs.
     deadline = time.monotonic() + 10
     while len(set(_worker_containers(pool)) - running_before) > 1 and time.monotonic() < deadline:
