@@ -582,11 +582,17 @@ class Judge:
             if problem is not None:
                 raise VerdictReached(_verdict_for(problem, phase, trial, expected.distribution))
             with self.clock.phase("compare"):
+                try:
+                    left = staged.as_left()
+                except TransportError as exc:
+                    raise VerdictReached(
+                        ContractViolation(
+                            check="input_mutated", trial=trial, message=f"an input's file was changed: {exc}"
+                        )
+                    ) from None
                 mutated = [
                     position
-                    for position, (before, after) in enumerate(
-                        zip(expected.inputs, staged.views, strict=True)
-                    )
+                    for position, (before, after) in enumerate(zip(expected.inputs, left, strict=True))
                     if isinstance(before, torch.Tensor) and not unchanged(before, after)
                 ]
             if mutated:

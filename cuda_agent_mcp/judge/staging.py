@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from cuda_agent_mcp.wire.refs import TensorRef, note_judge_files, release_shm, shm_snapshot
-from cuda_agent_mcp.wire.transport import dtype_name, open_ref, share
+from cuda_agent_mcp.wire.refs import ShmPayload, TensorRef, note_judge_files, release_shm, shm_snapshot
+from cuda_agent_mcp.wire.transport import dtype_name, receive, share
 
 ALIGNMENT = 256
 # Distinct 256-byte shifts per pool: every call of an evaluation (verify trials, warm-up and timed calls
@@ -61,10 +61,22 @@ class _Pool:
 @dataclass(frozen=True)
 class Staged:
     """One input set as the worker will see it: the refs to send, and the judge's own views of the same
-    memory (to check afterwards that the candidate did not write its inputs)."""
+    memory (to check afterwards that the candidate did not write its inputs). A CPU input's view is the
+    judge's tensor itself: its file is read again afterwards (`as_left`), never mapped."""
 
     refs: list[TensorRef | None]
     views: list[Any]
+
+    def as_left(self) -> list[Any]:
+        """The inputs as the worker left them. A CPU input's file is read into the judge's own memory: the
+        worker can write it, and a mapped file it shortens is a SIGBUS in the judge; TransportError if
+        it is no longer the file the judge wrote (the candidate's doing)."""
+        return [
+            receive(ref, max_bytes=1 << 40)
+            if ref is not None and isinstance(ref.payload, ShmPayload)
+            else view
+            for ref, view in zip(self.refs, self.views, strict=True)
+        ]
 
 
 class InputStage:
@@ -97,7 +109,7 @@ class InputStage:
                     ref = share(value)
                     self._cpu_refs.append(ref)
                     refs.append(ref)
-                    views.append(open_ref(ref, max_bytes=1 << 40))
+                    views.append(value)
             staged.append(Staged(refs=refs, views=views))
         return staged
 

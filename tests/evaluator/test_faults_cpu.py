@@ -236,34 +236,49 @@ def test_a_segfault_in_candidate_native_code_is_a_crash_and_the_next_evaluation_
     assert isinstance(run_judge(HONEST).verdict, Passed)
 
 
-def test_a_candidate_that_shortens_its_outputs_after_sending_them_cannot_crash_the_judge(run_judge) -> None:
-    """A thread of the candidate truncates every output file its worker sends, while the judge copies them
-    (issue 24, item 5). A judge that mapped those files would die of SIGBUS, and this test with it."""
+# Files of the worker's own (its outputs: named with its tag) or the judge's (its inputs: the files it has
+# mapped, found in /proc/self/maps without touching anyone else's), found again and again by a thread.
+_SHARED_FILES = {
+    "its outputs": "glob.glob((os.environ.get('CUDA_AGENT_SHM_DIR') or '/dev/shm') + '/cuda-agent-' "
+    "+ os.environ['CUDA_AGENT_SHM_TAG'] + '-*')",
+    "the judge's inputs": "{line.split()[-1] for line in open('/proc/self/maps') if '/cuda-agent-' in line "
+    "and os.environ['CUDA_AGENT_SHM_TAG'] not in line}",
+}
+
+
+@pytest.mark.parametrize("files", sorted(_SHARED_FILES))
+def test_a_candidate_that_shortens_shared_files_while_the_judge_reads_them_cannot_crash_the_judge(
+    run_judge, files: str
+) -> None:
+    """A thread of the candidate truncates and regrows the shared files while the judge reads them (issue 24,
+    item 5). A judge that mapped those files would die of SIGBUS, and this test with it."""
     saboteur = HONEST.replace(
         "        return (x * self.scale).clamp_min(0)",
-        "        import glob, os, threading\n"
+        # The output is computed first, from inputs still whole; the files are shortened and regrown after
+        # the call returns, while the judge copies the outputs and reads its inputs back.
+        "        import glob, os, threading, time\n"
+        "        out = (x * self.scale).clamp_min(0)\n"
+        f"        paths = {_SHARED_FILES[files]}\n"
         "        def _shorten():\n"
-        "            pattern = os.environ['CUDA_AGENT_SHM_DIR'] if os.environ.get('CUDA_AGENT_SHM_DIR') else '/dev/shm'\n"
-        "            pattern += '/cuda-agent-' + os.environ.get('CUDA_AGENT_SHM_TAG', '') + '-*'\n"
         "            sizes = {}\n"
-        "            while True:\n"
-        "                for path in glob.glob(pattern):\n"
+        "            until = time.monotonic() + 2\n"
+        "            while time.monotonic() < until:\n"
+        f"                for path in set(paths) | set({_SHARED_FILES[files]}):\n"
         "                    try:\n"
         "                        size = sizes.setdefault(path, os.stat(path).st_size)\n"
         "                        os.truncate(path, 0)\n"
+        "                        time.sleep(0.002)\n"
         "                        os.truncate(path, size)\n"
         "                    except OSError:\n"
         "                        pass\n"
-        "        if not hasattr(ModelNew, '_saboteur'):\n"
-        "            ModelNew._saboteur = threading.Thread(target=_shorten, daemon=True)\n"
-        "            ModelNew._saboteur.start()\n"
-        "        return (x * self.scale).clamp_min(0)",
+        "        threading.Thread(target=_shorten, daemon=True).start()\n"
+        "        return out",
     )
     report = run_judge(saboteur)
     # Whichever moment the judge's read met: a whole copy, a file refused as too short, the zeros a
-    # truncated and regrown file holds, or the worker's own SIGBUS while it wrote the file. Its outputs
-    # are the candidate's to spoil; the judge only has to come back with a verdict.
+    # truncated and regrown file holds, or the worker's own SIGBUS on a file it had mapped. The candidate
+    # spoils its own evaluation; the judge only has to come back with a verdict.
     assert isinstance(report.verdict, Passed | ContractViolation | WrongOutput | Crashed), report.verdict
     if isinstance(report.verdict, ContractViolation):
-        assert report.verdict.check == "transport"
+        assert report.verdict.check in {"transport", "input_mutated"}, report.verdict
     assert isinstance(run_judge(HONEST).verdict, Passed)
