@@ -21,6 +21,7 @@ from cuda_agent_mcp.agent.actions import EnvironmentSettings, evaluate_request
 from cuda_agent_mcp.agent.failures import FailureKind, InfraFailure, verdict_failure, with_infra_retries
 from cuda_agent_mcp.agent.search import gpu_scheduler
 from cuda_agent_mcp.agent.snapshot import restore
+from cuda_agent_mcp.bench.rows import verdict_message
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.evaluation.reward import FAIL, RewardSchedule
 from cuda_agent_mcp.results import EvalResult
@@ -49,7 +50,7 @@ class Score(BaseModel):
     attempts: int = 1
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
-    message: str = ""
+    message: str = Field(default="", description="why: the deciding verdict's message, or the failure's")
 
 
 async def score_batch(
@@ -103,9 +104,10 @@ async def score_batch(
                 message=str(failure.cause),
             )
             return
-        status = result.verify.verdict.status
-        if status == "passed" and result.profile is not None:
-            status = result.profile.verdict.status
+        decisive = result.verify.verdict
+        if decisive.status == "passed" and result.profile is not None:
+            decisive = result.profile.verdict
+        status = decisive.status
         scores[index] = Score(
             index=index,
             task_id=task.id,
@@ -115,6 +117,7 @@ async def score_batch(
             attempts=attempts,
             speedup_vs_eager=result.profile.speedup_vs_eager if result.profile else None,
             speedup_vs_compile=result.profile.speedup_vs_compile if result.profile else None,
+            message=verdict_message(decisive),
         )
         shutil.rmtree(session.workspace.root, ignore_errors=True)
 

@@ -132,6 +132,11 @@ def test_score_batch_returns_rewards_in_order_with_whose_fault_each_failure_was(
     assert [s.index for s in scores] == [0, 1, 2, 3]
     assert [s.status for s in scores] == ["passed", "wrong_output", "compile_failed", "bad_task"]
     assert [s.failure for s in scores[:3]] == [None, "model", "model"]
+    # Each says why, as the verdict does: a trainer logging rejections sees their reasons.
+    assert scores[0].message == "passed"
+    assert "values outside" in scores[1].message
+    assert scores[2].message and "no such task" not in scores[2].message
+    assert scores[3].message
     assert not any(s.masked for s in scores)
 
     async def judge_down(session, request, **kw):
