@@ -16,7 +16,8 @@ Two modes:
     rlimits and execs. When the command ends (or at the deadline) PID 1 kills everything left in the
     namespace, merges the overlay's upper layer into the workspace and reports on the status descriptor.
 `landlock` (no namespaces can be made): the same command, Landlock-confined to the same paths, its own
-    process group, the quota watched by polling.
+    process group, the quota watched by polling; this process is the subreaper of what it orphans, and
+    kills what is left when it ends.
 
 The status (a marshalled dict in the file `status_path`) says whether the deadline or a quota was hit.
 """
@@ -46,7 +47,7 @@ MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND = 32, 1024, 2048, 4096
 MS_REC, MS_PRIVATE, MS_RELATIME, MS_STRICTATIME = 16384, 1 << 18, 1 << 21, 1 << 24
 MNT_DETACH = 2
 SIGKILL = 9
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
 SYS_PIVOT_ROOT = 155  # x86_64; aarch64 is 41
 if os.uname().machine == "aarch64":
     SYS_PIVOT_ROOT = 41
@@ -537,6 +538,9 @@ def run_in_namespaces(spec: dict) -> None:
 
 def run_landlocked(spec: dict) -> None:
     join_cgroup(spec)
+    # No PID namespace here: what the command orphans (a setsid daemon, a double fork's grandchild) would
+    # go to init and outlive it. As their subreaper this process inherits them, and ends them with it.
+    _check(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "child subreaper")
     child = os.fork()
     if child == 0:
         become_command(spec)
@@ -545,8 +549,47 @@ def run_landlocked(spec: dict) -> None:
         os.killpg(child, SIGKILL)
     except ProcessLookupError:
         pass
+    end_orphans()
     report(timed_out=timed_out, quota=over)
     exit_like(status)
+
+
+def end_orphans(timeout_s: float = 5.0) -> None:
+    """Kill and reap every process left below this one (the command's orphans, inherited as their
+    subreaper) until none is left: one killed while it forked leaves a child, which comes here next."""
+    deadline = time.monotonic() + timeout_s
+    while (left := children()) and time.monotonic() < deadline:
+        for pid in left:
+            try:
+                os.kill(pid, SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            return
+        time.sleep(0.001)
+
+
+def children() -> list[int]:
+    """This process's children, zombies included (the kernel's list where it keeps one, else /proc)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/self/task/{me}/children") as listing:
+            return [int(pid) for pid in listing.read().split()]
+    except OSError:
+        pass
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == me:
+                        found.append(int(name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return found
 
 
 def main() -> None:

@@ -18,9 +18,11 @@ from cuda_agent_mcp.executors import (
     ProcessLimits,
     SandboxedExecutor,
     SandboxPolicy,
+    sandboxed,
 )
 from cuda_agent_mcp.executors.base import ProcessResult
 from cuda_agent_mcp.isolation.identity import user_name
+from cuda_agent_mcp.isolation.landlock import abi_version as landlock_abi
 from cuda_agent_mcp.isolation.namespaces import available_isolation
 
 DAEMON = """
@@ -56,6 +58,24 @@ def _still_beating(path: Path) -> bool:
 def test_a_double_forked_daemon_does_not_outlive_its_command(tmp_path: Path) -> None:
     beat = tmp_path / "beat"
     run(SandboxedExecutor(), [sys.executable, "-c", DAEMON, str(beat)], tmp_path)
+    assert beat.exists()
+    assert not _still_beating(beat)
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="this kernel has no Landlock")
+def test_without_namespaces_or_a_cgroup_a_double_forked_daemon_still_does_not_outlive_its_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Landlock-only view (a machine where no namespaces can be made) and no pids cgroup either: the
+    view process, the command's subreaper, inherits the daemon and ends it with the command."""
+    monkeypatch.setattr(sandboxed, "view_backend", lambda: "landlock")
+    monkeypatch.setattr(sandboxed, "allocate_session_uid", lambda: None)
+    monkeypatch.setattr(sandboxed.PidsCgroup, "create", classmethod(lambda cls, name, *, max_pids: None))
+    executor = SandboxedExecutor()
+    assert executor.backend == "landlock" and "pid" not in executor.isolation
+    beat = tmp_path / "beat"
+    result = run(executor, [sys.executable, "-c", DAEMON, str(beat)], tmp_path)
+    assert result.returncode == 0, result
     assert beat.exists()
     assert not _still_beating(beat)
 
