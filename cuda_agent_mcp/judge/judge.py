@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import torch
 
@@ -47,7 +47,7 @@ from cuda_agent_mcp.judge.sizes import (
     meta_output_shapes,
     smallest_inputs,
 )
-from cuda_agent_mcp.judge.staging import InputStage, Staged, give_back, judge_share, private_copies
+from cuda_agent_mcp.judge.staging import InputStage, Staged, give_back, private_copies, weight_refs
 from cuda_agent_mcp.judge.timing import (
     MAX_SYNC_MS,
     HiddenWork,
@@ -328,7 +328,7 @@ class Judge:
         directory = worker.stage(directory)
         worker.runs_candidate = confine
         copies, pool = private_copies(self.state)
-        state = {k: judge_share(v) for k, v in copies.items()}
+        state = weight_refs(copies, pool)
         request = LoadRequest(
             directory=str(directory),
             module=module,
@@ -419,7 +419,7 @@ class Judge:
         outputs: list[list[torch.Tensor]] = []
         if not null:
             with self.clock.phase("output_copy"):
-                outputs = self._copy_outputs(reply, staged, out_bytes)
+                outputs = self._copy_outputs(reply, staged, out_bytes, worker.own_pid)
         else:
             # Received and dropped, as the candidate's outputs are after their copy: the worker's allocator
             # frees an exported block only once the receiver has let go of it, so a null whose outputs
@@ -433,7 +433,7 @@ class Judge:
         return BatchRun(reply=reply, outputs=outputs, judge_ms=judge_ms, ping_ms=ping_ms, staged=staged)
 
     def _copy_outputs(
-        self, reply: BatchResult, staged: list[Staged], out_bytes: int
+        self, reply: BatchResult, staged: list[Staged], out_bytes: int, sender_pid: int | None
     ) -> list[list[torch.Tensor]]:
         """Private copies of every output; an output that aliases an input or another output is a
         contract violation (principle 10), whatever the worker says about it."""
@@ -448,14 +448,42 @@ class Judge:
                     raise VerdictReached(
                         ContractViolation(check="aliasing", trial=0, message=f"call {index}: {overlap}")
                     )
-                copies.append([receive(r, max_bytes=limit, expected_device=device) for r in result.outputs])
+                copies.append(
+                    [
+                        receive(r, max_bytes=limit, expected_device=device, sender_pid=sender_pid)
+                        for r in result.outputs
+                    ]
+                )
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
         except MappingFailed as exc:
-            raise HarnessFault(f"the judge could not map a worker's output: {exc}") from None
+            self._mapping_failed(str(exc))
         except TransportError as exc:
             raise VerdictReached(ContractViolation(check="transport", trial=0, message=str(exc))) from None
         return copies
+
+    def _mapping_failed(self, detail: str) -> NoReturn:
+        """The driver refused to map an output the candidate's worker sent. A clean worker's outputs,
+        mapped right after, tell whose fault it is: mapping there too, it was the handle the candidate's
+        process sent (a forgery, or its own breakage), a verdict; failing there too, the machine's
+        (HarnessFault, retried on a fresh judge), so a forged handle never buys a masked sample."""
+        clean = self.workers.take()
+        try:
+            self._null_batch(clean, 1, 0.0, self.job.timeouts.call_s, first=False)
+        except HarnessFault:
+            raise HarnessFault(
+                f"the judge could not map a worker's output, nor a clean worker's: {detail}"[:2000]
+            ) from None
+        finally:
+            clean.close()
+        raise VerdictReached(
+            ContractViolation(
+                check="transport",
+                trial=0,
+                message=f"the driver refused to map an output the candidate's worker sent ({detail[:500]}), "
+                "while a clean worker's outputs mapped",
+            )
+        )
 
     def _round_trip_ms(self, worker: Worker, timeout_s: float) -> float:
         """The judge's clock around a request that does nothing: the protocol's own cost."""

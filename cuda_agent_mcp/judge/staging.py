@@ -9,21 +9,32 @@ model's weights. So nothing the judge shares comes from its ordinary allocator:
   at a new 256-byte-aligned offset (SOL-ExecBench's shifting pool), so a cache keyed on data pointers
   sees a new pointer every call, and vectorised or TMA kernels still get aligned addresses;
 - the model's weights are copies in a pool of their own, never the judge's parameters;
-- a pool's storage is shared once (one IPC handle the worker maps once); each call's tensors are views
-  into it described by offset, shape and stride.
+- a pool's storage is shared once (one IPC handle the worker maps once); each call's tensors, and each
+  weight, are views into it described by offset, shape and stride. Sharing once also means one torch
+  reference counter per pool, which the judge sets to 0 itself before it drops a pool no worker maps
+  any more (`ipc_memory.CounterSlot`): torch would otherwise keep the pool allocated for good.
 
 On the CPU every tensor goes into a new shared-memory file of its own, which gives the same guarantees.
 """
 
 from __future__ import annotations
 
+import base64
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from cuda_agent_mcp.wire.refs import ShmPayload, TensorRef, note_judge_files, release_shm, shm_snapshot
+from cuda_agent_mcp.wire.ipc_memory import CounterSlot
+from cuda_agent_mcp.wire.refs import (
+    CudaIpcPayload,
+    ShmPayload,
+    TensorRef,
+    note_judge_files,
+    release_shm,
+    shm_snapshot,
+)
 from cuda_agent_mcp.wire.transport import dtype_name, receive, share
 
 ALIGNMENT = 256
@@ -55,7 +66,18 @@ class _Pool:
     buffer: torch.Tensor
     pool: Any
     ref: TensorRef  # the whole buffer, shared once
+    counter: CounterSlot | None  # its torch reference counter (None: not found where torch keeps it)
     order: list[int] = field(default_factory=list)
+
+    def view_ref(self, view: torch.Tensor) -> TensorRef:
+        """A view into this pool's buffer, described against the buffer's one share."""
+        return TensorRef(
+            dtype=dtype_name(view.dtype),
+            shape=list(view.shape),
+            stride=list(view.stride()),
+            storage_offset=view.storage_offset(),
+            payload=self.ref.payload,
+        )
 
 
 @dataclass(frozen=True)
@@ -154,12 +176,16 @@ class InputStage:
         _trim_idle()
 
 
-# Pools outlive the evaluation that made them and serve the next ones: destroying a MemPool whose memory
-# another process had mapped, then emptying the allocator's cache, broke every later job's IPC mappings
-# on the H200 (cudaErrorMapBufferObjectFailed in the next worker). Pools are only ever dropped after
-# torch has collected the IPC references (`ipc_collect`), and only beyond MAX_IDLE_POOL_BYTES.
+# Pools outlive the evaluation that made them and serve the next ones, up to MAX_IDLE_POOL_BYTES: beyond
+# that the largest are dropped, and their memory goes back to the device when the judge empties its cache
+# after the job. A pool is dropped only once no worker maps it (workers are killed and reaped before the
+# judge gives its pools back), and only after its torch reference counter was set to 0: a pool shared
+# once and mapped by N workers holds 1 - N there, and torch frees a dropped shared block only at exactly
+# 0, so every dropped pool stayed allocated until the judge was retired (measured on the H200: 1 GiB
+# pools mapped by 0, 2 or 3 workers stayed allocated, by 1 or with the counter set to 0 were freed, and
+# later workers mapped new pools as before). A pool whose counter cannot be found is kept instead.
 _IDLE: list[_Pool] = []
-MAX_IDLE_POOL_BYTES = 8 << 30
+MAX_IDLE_POOL_BYTES = 1 << 30
 
 
 def _take_pool(device: torch.device, slot_bytes: int, regions: int) -> _Pool:
@@ -176,14 +202,23 @@ def _take_pool(device: torch.device, slot_bytes: int, regions: int) -> _Pool:
         buffer = torch.empty(regions * slot_bytes + ALIGNMENT * SHIFTS, dtype=torch.uint8, device=device)
     order = list(range(SHIFTS))
     secrets.SystemRandom().shuffle(order)
+    ref = judge_share(buffer)
     return _Pool(
         slot_bytes=slot_bytes,
         regions=regions,
         buffer=buffer,
         pool=mem_pool,
-        ref=judge_share(buffer),
+        ref=ref,
+        counter=_counter_of(ref),
         order=order,
     )
+
+
+def _counter_of(ref: TensorRef) -> CounterSlot | None:
+    payload = ref.payload
+    if not isinstance(payload, CudaIpcPayload):
+        return None
+    return CounterSlot.of_new_share(base64.b64decode(payload.ref_counter_handle), payload.ref_counter_offset)
 
 
 def idle_pool_bytes() -> int:
@@ -195,12 +230,17 @@ def _trim_idle() -> None:
     held = sum(p.buffer.numel() for p in _IDLE)
     if held <= MAX_IDLE_POOL_BYTES:
         return
-    torch.cuda.ipc_collect()  # torch's references from the workers that mapped them, first
+    dropped = False
     for pool in sorted(_IDLE, key=lambda p: p.buffer.numel(), reverse=True):
         if held <= MAX_IDLE_POOL_BYTES:
             break
+        if pool.counter is None or not pool.counter.release():
+            continue
         _IDLE.remove(pool)
         held -= pool.buffer.numel()
+        dropped = True
+    if dropped and torch.cuda.is_initialized():
+        torch.cuda.ipc_collect()  # frees the dropped pools' blocks now that their counters read 0
 
 
 def judge_share(tensor: torch.Tensor) -> TensorRef:
@@ -211,6 +251,14 @@ def judge_share(tensor: torch.Tensor) -> TensorRef:
     if tensor.is_cuda:
         note_judge_files(before)
     return ref
+
+
+def weight_refs(copies: dict[str, torch.Tensor], pool: _Pool | None) -> dict[str, TensorRef]:
+    """What a worker is sent for `private_copies`' weights: views into their pool's one share (CUDA), or
+    shared-memory files of them (CPU, released by the caller once the worker loaded them)."""
+    if pool is None:
+        return {k: judge_share(v) for k, v in copies.items()}
+    return {k: pool.view_ref(v) for k, v in copies.items()}
 
 
 def private_copies(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], _Pool | None]:

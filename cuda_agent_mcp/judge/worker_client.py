@@ -161,6 +161,12 @@ class Worker:
         """The worker's pid as the GPU driver sees it (NVML's accounting), where the judge knows it."""
         return None
 
+    @property
+    def own_pid(self) -> int | None:
+        """The worker's pid as the worker itself sees it (torch names its IPC counter files by it), where
+        the judge knows it: not in a container's pid namespace."""
+        return None
+
     def trusted_compile_caches(self) -> dict[str, str]:
         """The judge's persistent compile caches, for a trusted load (the torch.compile baseline) to use
         instead of its own; none by default (a container cannot reach them)."""
@@ -271,6 +277,10 @@ class WorkerProcess(Worker):
     @property
     def gpu_pid(self) -> int | None:
         return self.process.pid  # the judge and its forked workers share a pid namespace
+
+    @property
+    def own_pid(self) -> int | None:
+        return self.process.pid
 
     def trusted_compile_caches(self) -> dict[str, str]:
         """The judge's caches, but only where Landlock confines candidate workers to their own directory:

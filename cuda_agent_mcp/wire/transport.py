@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from cuda_agent_mcp.wire.ipc_memory import allocation_range
 from cuda_agent_mcp.wire.refs import (
     CudaIpcPayload,
     ShmPayload,
@@ -47,6 +48,7 @@ ALLOWED_DTYPES: dict[str, torch.dtype] = {
 # fields come from the sender, so both are checked before torch sees them.
 TORCH_REF_COUNTER = re.compile(r"/?torch_([0-9]+)_[0-9]+_[0-9]+")
 REF_COUNTER_SLOTS = 10000
+CUDA_IPC_HANDLE_BYTES = 64  # an event handle torch's rebuild parses but, told no sync is needed, never opens
 
 
 class TransportError(ValueError):
@@ -121,12 +123,24 @@ def share(tensor: torch.Tensor) -> TensorRef:
     )
 
 
-def open_ref(ref: TensorRef, *, max_bytes: int, expected_device: int | None = None) -> torch.Tensor:
+def open_ref(
+    ref: TensorRef,
+    *,
+    max_bytes: int,
+    expected_device: int | None = None,
+    untrusted: bool = False,
+    sender_pid: int | None = None,
+) -> torch.Tensor:
     """Map the memory `ref` describes as an exact torch.Tensor; TransportError if anything is off.
 
     `max_bytes` bounds the bytes the view covers (what a copy of it takes), not its storage: on CUDA a
     view's storage is its whole allocation (a 0-dim loss keeps its elementwise buffer, a slice keeps
-    its workspace), and mapping it costs nothing more than the view's own pages."""
+    its workspace), and mapping it costs nothing more than the view's own pages.
+
+    From an `untrusted` sender (a worker, seen from the judge) a CUDA mapping is also checked against
+    the driver's own extent of what was mapped before anything reads it, the sender's event is never
+    opened (a worker synchronises before it replies), and its reference counter must be one of
+    `sender_pid`'s files where that pid is known."""
     dtype = ALLOWED_DTYPES.get(ref.dtype)
     if dtype is None:
         raise TransportError(f"dtype {ref.dtype!r} is not allowed")
@@ -150,8 +164,10 @@ def open_ref(ref: TensorRef, *, max_bytes: int, expected_device: int | None = No
     if isinstance(payload, CudaIpcPayload):
         if expected_device is not None and payload.device != expected_device:
             raise TransportError("tensor is on another device")
-        _check_cuda_fields(payload)
-        storage = _open_cuda(payload)
+        _check_cuda_fields(payload, sender_pid)
+        storage = _open_cuda(payload, trust_event=not untrusted)
+        if untrusted:
+            _check_mapping(storage, payload)
     else:
         path = shm_dir() / payload.name
         # The mapping is lazy (only the view's pages are read), so the file's real size is the bound on
@@ -173,14 +189,20 @@ def open_ref(ref: TensorRef, *, max_bytes: int, expected_device: int | None = No
     return empty.set_(storage, ref.storage_offset, ref.shape, ref.stride)
 
 
-def receive(ref: TensorRef, *, max_bytes: int, expected_device: int | None = None) -> torch.Tensor:
-    """A private copy of a tensor another process sent, in memory only the receiver owns.
+def receive(
+    ref: TensorRef, *, max_bytes: int, expected_device: int | None = None, sender_pid: int | None = None
+) -> torch.Tensor:
+    """A private copy of a tensor an untrusted process sent, in memory only the receiver owns.
 
-    A CUDA output is mapped (its fields checked first) and cloned. A CPU output is read, never mapped:
-    the sender can write its file, and a mapped file it truncates is a SIGBUS in the reader. `share()`
-    sends CPU tensors as a dense copy, so any other layout is refused."""
+    A CUDA output is mapped (its fields checked first, the mapping checked against the driver's extent)
+    and cloned. A CPU output is read, never mapped: the sender can write its file, and a mapped file it
+    truncates is a SIGBUS in the reader. `share()` sends CPU tensors as a dense copy, so any other
+    layout is refused."""
     if isinstance(ref.payload, CudaIpcPayload):
-        return open_ref(ref, max_bytes=max_bytes, expected_device=expected_device).clone()
+        mapped = open_ref(
+            ref, max_bytes=max_bytes, expected_device=expected_device, untrusted=True, sender_pid=sender_pid
+        )
+        return mapped.clone()
     return _read_shm(ref, ref.payload, max_bytes)
 
 
@@ -238,10 +260,11 @@ def _dense(shape: list[int], stride: list[int]) -> bool:
     return True
 
 
-def _check_cuda_fields(payload: CudaIpcPayload) -> None:
+def _check_cuda_fields(payload: CudaIpcPayload, sender_pid: int | None = None) -> None:
     """What torch's rebuild would use unchecked: handles that must decode, and the reference counter it
     writes to when the storage is freed, which must be a sender's counter slot (never one of this
-    process's own files, never an offset past the file torch maps)."""
+    process's own files, only the sender's where its pid is known, never an offset past the file torch
+    maps)."""
     if not _decoded(payload.handle, "memory handle"):
         raise TransportError("the memory handle is empty")
     _decoded(payload.event_handle, "event handle")
@@ -251,6 +274,8 @@ def _check_cuda_fields(payload: CudaIpcPayload) -> None:
         raise TransportError("the reference-counter name is not one torch makes")
     if int(match.group(1)) == os.getpid():
         raise TransportError("the reference counter named is the receiver's own")
+    if sender_pid is not None and int(match.group(1)) != sender_pid:
+        raise TransportError("the reference counter named is not the sender's own")
     if payload.ref_counter_offset >= REF_COUNTER_SLOTS:
         raise TransportError(
             f"reference-counter offset {payload.ref_counter_offset} is past the counter file's "
@@ -258,7 +283,12 @@ def _check_cuda_fields(payload: CudaIpcPayload) -> None:
         )
 
 
-def _open_cuda(payload: CudaIpcPayload) -> Any:
+def _open_cuda(payload: CudaIpcPayload, *, trust_event: bool) -> Any:
+    event, sync = (
+        (_unb64(payload.event_handle), payload.event_sync_required)
+        if trust_event
+        else (bytes(CUDA_IPC_HANDLE_BYTES), False)
+    )
     try:
         return torch.UntypedStorage._new_shared_cuda(
             payload.device,
@@ -267,8 +297,25 @@ def _open_cuda(payload: CudaIpcPayload) -> Any:
             payload.storage_offset_bytes,
             _unb64(payload.ref_counter_handle),
             payload.ref_counter_offset,
-            _unb64(payload.event_handle),
-            payload.event_sync_required,
+            event,
+            sync,
         )
     except (RuntimeError, ValueError, TypeError) as exc:
         raise MappingFailed(f"cannot open CUDA IPC handle: {exc}") from None
+
+
+def _check_mapping(storage: Any, payload: CudaIpcPayload) -> None:
+    """The sender's offset and size against what the driver mapped for its handle (its allocator segment,
+    from the mapping's base): a storage reaching outside it would read or write memory of the receiver's
+    own, such as the reference outputs it compares against."""
+    if payload.storage_size_bytes == 0:
+        return
+    base = storage.data_ptr() - payload.storage_offset_bytes
+    extent = allocation_range(base)
+    if extent is None:
+        raise MappingFailed("the driver knows no allocation where the worker's handle was mapped")
+    if extent[0] != base or payload.storage_offset_bytes + payload.storage_size_bytes > extent[1]:
+        raise TransportError(
+            f"the storage claimed ({payload.storage_size_bytes} bytes at offset {payload.storage_offset_bytes}) "
+            f"reaches outside the {extent[1]} bytes the handle maps"
+        )

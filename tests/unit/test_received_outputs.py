@@ -181,17 +181,81 @@ def rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     return calls
 
 
-def test_a_well_formed_cuda_output_reaches_torch_with_the_fields_it_was_sent(rebuilds: list) -> None:
+def test_a_well_formed_cuda_output_reaches_torch_with_the_fields_it_was_sent_but_not_its_event(
+    rebuilds: list,
+) -> None:
     with pytest.raises(MappingFailed):
-        receive(_cuda_ref(), max_bytes=LIMIT)
+        receive(_cuda_ref(), max_bytes=LIMIT, sender_pid=os.getpid() + 1)
     [(device, handle, size, offset, counter, counter_offset, event, sync)] = rebuilds
     assert (device, handle, size, offset) == (0, b"h" * 64, 64, 0)
-    assert (counter, counter_offset, event, sync) == (
-        f"/torch_{os.getpid() + 1}_3681618479_0".encode(),
-        7,
-        b"e" * 64,
-        True,
-    )
+    assert (counter, counter_offset) == (f"/torch_{os.getpid() + 1}_3681618479_0".encode(), 7)
+    # The worker's event is never opened by the judge (the worker synchronises before it replies).
+    assert (event, sync) == (bytes(64), False)
+
+
+def test_a_counter_of_another_process_than_the_sender_is_refused(rebuilds: list) -> None:
+    with pytest.raises(TransportError, match="not the sender's own"):
+        receive(_cuda_ref(), max_bytes=LIMIT, sender_pid=os.getpid() + 2)
+    assert rebuilds == []
+
+
+class _MappedStorage:
+    def __init__(self, pointer: int) -> None:
+        self.pointer = pointer
+
+    def data_ptr(self) -> int:
+        return self.pointer
+
+
+@pytest.mark.parametrize(
+    ("extent", "fields", "refused"),
+    [
+        ((0x7000_0000, 1 << 20), {}, None),
+        (
+            (0x7000_0000, 1 << 20),
+            {"storage_offset_bytes": 4096, "storage_size_bytes": (1 << 20) - 4096},
+            None,
+        ),
+        ((0x7000_0000, 1 << 20), {"storage_size_bytes": (1 << 20) + 1}, "reaches outside"),
+        ((0x7000_0000, 1 << 20), {"storage_offset_bytes": 1 << 20}, "reaches outside"),
+        (
+            (0x6FFF_0000, 1 << 30),
+            {"storage_offset_bytes": 512},
+            "reaches outside",
+        ),  # inside another allocation
+        (None, {}, "knows no allocation"),
+    ],
+    ids=[
+        "whole",
+        "a slice",
+        "size past the end",
+        "offset past the end",
+        "not the mapping's base",
+        "unmapped",
+    ],
+)
+def test_a_cuda_output_is_checked_against_what_the_driver_mapped_before_it_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+    extent: tuple[int, int] | None,
+    fields: dict[str, Any],
+    refused: str | None,
+) -> None:
+    """The offset and size a worker claims, against the driver's extent of the mapping (its base is
+    where torch put the handle's memory: the storage's pointer less the claimed offset)."""
+    ref = _cuda_ref(**fields)
+    payload = ref.payload
+    assert isinstance(payload, CudaIpcPayload)
+    storage = _MappedStorage(0x7000_0000 + payload.storage_offset_bytes)
+    monkeypatch.setattr(torch.UntypedStorage, "_new_shared_cuda", lambda *args: storage, raising=False)
+    monkeypatch.setattr(transport, "allocation_range", lambda pointer: extent)
+    if refused is None:
+        transport._check_mapping(storage, payload)
+        return
+    with pytest.raises(TransportError, match=refused) as caught:
+        receive(ref, max_bytes=LIMIT)
+    assert (type(caught.value) is MappingFailed) == (
+        extent is None
+    )  # only the driver's silence is the machine's
 
 
 @pytest.mark.parametrize(
