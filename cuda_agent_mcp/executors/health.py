@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from cuda_agent_mcp.wire import JUDGE_MODULE
@@ -21,10 +22,20 @@ _PROBE = (
 )
 
 
-def probe_gpu(gpu: int, *, timeout_s: float = 120.0) -> str | None:
-    """None when GPU `gpu` runs a small kernel correctly and holds no leftover process of ours; else why not."""
-    leftovers = _our_processes_on(gpu)
-    if leftovers:
+# A process killed a moment ago (a worker, a candidate's leftover caught by its cage) still shows on the
+# GPU while the driver tears its context down; only what is still there after this counts as left over.
+LEFTOVER_GRACE_S = 5.0
+
+
+def probe_gpu(
+    gpu: int, *, timeout_s: float = 120.0, look_for_leftovers: bool = True, grace_s: float = LEFTOVER_GRACE_S
+) -> str | None:
+    """None when GPU `gpu` runs a small kernel correctly and holds no leftover process of ours; else why not.
+
+    `look_for_leftovers` is for a caller that knows no other evaluation of this server runs on the GPU:
+    beside others (shared leases), their live workers are processes of ours too, and taking them for
+    leftovers drained the GPU under every evaluation in flight (measured on the H200, 8 at once)."""
+    if look_for_leftovers and (leftovers := _lasting_leftovers(gpu, grace_s)):
         return f"processes of this server still hold GPU {gpu}: {leftovers}"
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
     try:
@@ -37,6 +48,14 @@ def probe_gpu(gpu: int, *, timeout_s: float = 120.0) -> str | None:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return f"the probe kernel on GPU {gpu} failed: {last[:300]}"
     return None
+
+
+def _lasting_leftovers(gpu: int, grace_s: float) -> list[int]:
+    """Our processes on `gpu` that are still there after `grace_s` (looked at every half second)."""
+    deadline = time.monotonic() + grace_s
+    while (found := _our_processes_on(gpu)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return found
 
 
 def _our_processes_on(gpu: int) -> list[int]:

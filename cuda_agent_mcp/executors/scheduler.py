@@ -102,6 +102,11 @@ class GpuScheduler:
         """Per GPU: `exclusive`, `shared:N`, `idle`, or `drained: why`."""
         return {index: _describe(gpu) for index, gpu in self._gpus.items()}
 
+    def holders(self, gpu: int) -> int:
+        """How many leases on `gpu` are held now (an exclusive one counts once)."""
+        state = self._gpus[gpu]
+        return 1 if state.exclusive else state.shared
+
     def record_probe(self, gpu: int, problem: str | None) -> None:
         """The result of a health probe: a GPU with a problem is drained."""
         self.last_probe[gpu] = problem or "healthy"

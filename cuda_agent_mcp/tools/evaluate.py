@@ -12,6 +12,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -540,10 +541,13 @@ def needs_health_check(report: JudgeReport) -> bool:
 
 async def _check_gpu(session: Session, gpu: int | None) -> None:
     """Probe a leased GPU; one that fails is drained from the session's scheduler (and so from every
-    session sharing it) and stays so until an operator restarts the server."""
+    session sharing it) and stays so until an operator restarts the server. Leftover processes are looked
+    for only while this lease is the GPU's only one: beside other evaluations, theirs are alive."""
     if gpu is None or session.scheduler is None:
         return
-    session.scheduler.record_probe(gpu, await anyio.to_thread.run_sync(probe_gpu, gpu))
+    alone = session.scheduler.holders(gpu) <= 1
+    problem = await anyio.to_thread.run_sync(partial(probe_gpu, gpu, look_for_leftovers=alone))
+    session.scheduler.record_probe(gpu, problem)
 
 
 @asynccontextmanager

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import anyio
 import pytest
 
 from cuda_agent_mcp.evaluation.job import JudgeReport
+from cuda_agent_mcp.executors import health
 from cuda_agent_mcp.executors.health import probe_gpu
+from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut, WrongOutput
+from cuda_agent_mcp.tools import evaluate
 from cuda_agent_mcp.tools.evaluate import needs_health_check
 from tests.conftest import _gpu_problem
 
@@ -39,3 +45,50 @@ def test_on_a_machine_without_a_working_gpu_the_probe_says_why() -> None:
 @pytest.mark.gpu
 def test_a_healthy_gpu_passes_the_probe() -> None:
     assert probe_gpu(0) is None
+
+
+def test_processes_of_ours_on_the_gpu_are_looked_for_only_by_a_lease_that_holds_it_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Beside other evaluations (shared leases) their live workers are processes of this server too: a
+    probe that took them for leftovers drained the GPU under all of them (8 at once on the H200)."""
+    asked: list[bool] = []
+
+    def probe(gpu: int, *, look_for_leftovers: bool = True) -> str | None:
+        asked.append(look_for_leftovers)
+        return None
+
+    monkeypatch.setattr(evaluate, "probe_gpu", probe)
+    scheduler = GpuScheduler([0], shared_slots=4)
+    session = SimpleNamespace(scheduler=scheduler)
+
+    async def main() -> None:
+        async with scheduler.lease("a", exclusive=False):
+            await evaluate._check_gpu(session, 0)  # type: ignore[arg-type]
+            async with scheduler.lease("b", exclusive=False):
+                assert scheduler.holders(0) == 2
+                await evaluate._check_gpu(session, 0)  # type: ignore[arg-type]
+        async with scheduler.lease("c", exclusive=True):
+            assert scheduler.holders(0) == 1
+            await evaluate._check_gpu(session, 0)  # type: ignore[arg-type]
+
+    anyio.run(main)
+    assert asked == [True, False, True]
+    assert scheduler.status() == {0: "idle"}  # no probe found a problem: nothing drained
+
+
+def test_a_process_that_leaves_the_gpu_within_the_grace_is_no_leftover(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    looks = iter([[4242], [4242], []])
+    monkeypatch.setattr(health, "_our_processes_on", lambda gpu: next(looks))
+    assert health._lasting_leftovers(0, grace_s=5.0) == []
+
+
+def test_a_process_still_on_the_gpu_after_the_grace_is_a_leftover(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(health, "_our_processes_on", lambda gpu: [4242])
+    assert health._lasting_leftovers(0, grace_s=0.6) == [4242]
+    monkeypatch.setattr(health, "_lasting_leftovers", lambda gpu, grace_s: [4242])
+    monkeypatch.setattr(health.subprocess, "run", lambda *a, **k: SimpleNamespace(returncode=0, stderr=""))
+    assert probe_gpu(0) == "processes of this server still hold GPU 0: [4242]"
+    assert probe_gpu(0, look_for_leftovers=False) is None
