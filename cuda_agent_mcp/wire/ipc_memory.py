@@ -15,13 +15,13 @@ or maps it rather than taken from the other side's message.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import struct
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 # torch maps a counter file with RefcountedMapAllocator, whose own header (TH_ALLOC_ALIGNMENT bytes)
 # comes first; slot i follows at HEADER + 8 * i. Checked on each new share (`CounterSlot.of_new_share`).
@@ -30,21 +30,23 @@ _INT64 = struct.Struct("<q")
 
 
 @cache
-def _driver() -> ctypes.CDLL | None:
-    with contextlib.suppress(OSError):
-        return ctypes.CDLL("libcuda.so.1")
-    return None
+def _address_range_query() -> Any:
+    """The driver's `cuMemGetAddressRange_v2`, typed once, or None where libcuda cannot be loaded."""
+    try:
+        query = ctypes.CDLL("libcuda.so.1").cuMemGetAddressRange_v2
+    except (OSError, AttributeError):
+        return None
+    query.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t), ctypes.c_uint64]
+    query.restype = ctypes.c_int
+    return query
 
 
 def allocation_range(pointer: int) -> tuple[int, int] | None:
     """(base, size) of the device allocation holding `pointer` in the calling thread's context, or None
     where the driver knows no allocation there (or cannot be asked)."""
-    driver = _driver()
-    if driver is None:
+    query = _address_range_query()
+    if query is None:
         return None
-    query = driver.cuMemGetAddressRange_v2
-    query.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t), ctypes.c_uint64]
-    query.restype = ctypes.c_int
     base, size = ctypes.c_uint64(), ctypes.c_size_t()
     if query(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(pointer)) != 0:
         return None
