@@ -9,8 +9,9 @@ next honest evaluation nothing.
    `--cooldown` seconds: the hostile one must be rejected (`process_left_running`), no spinner may be
    alive afterwards, and the honest speedup (median time against the same cached baseline) must stay
    within 5% of the first.
-2. `--concurrent` evaluations at once, one of them hostile (its spinner left at import), the rest honest
-   examples: their rewards against the same examples scored alone.
+2. `--concurrent` evaluations at once, one of them hostile (`--hostile spinner`: its spinner left at
+   import; `--hostile hog`: its extension takes all the GPU memory it can get, 1 GiB at a time, when
+   imported, and keeps it), the rest honest examples: their rewards against the same examples scored alone.
 """
 
 from __future__ import annotations
@@ -88,12 +89,32 @@ static int started = (leave_behind(), 0);
 """
 WAYS = ("fork", "double_fork_setsid", "daemon", "spawn_setsid", "from_thread")
 
+# Every GiB it can get (up to 128), held until it is killed: the judge's memory watch must stop it before
+# the concurrent evaluations beside it run out of memory for long.
+HOG_CPP = r"""
+#include <cuda_runtime.h>
+static int grab() {
+  int held = 0;
+  void* block = nullptr;
+  while (held < 128 && cudaMalloc(&block, size_t(1) << 30) == cudaSuccess) ++held;
+  cudaGetLastError();
+  return held;
+}
+static int held = grab();
+"""
+
 
 def hostile(how: str) -> Solution:
     """The relu example plus a C++ unit that leaves a process behind, `how`, when it is imported."""
     honest = example("relu")
     leave = LEAVE_CPP.replace('"WAY"', f'"{how}"').replace('"TAG"', f'"{TAG}"').replace('"COMM"', f'"{COMM}"')
     return Solution(task=honest.task, files={**honest.files, "kernels/leave.cpp": leave})
+
+
+def hog() -> Solution:
+    """The relu example plus a C++ unit that takes the GPU's memory when it is imported."""
+    honest = example("relu")
+    return Solution(task=honest.task, files={**honest.files, "kernels/hog.cpp": HOG_CPP})
 
 
 def leftovers() -> list[int]:
@@ -135,6 +156,7 @@ def main() -> None:
     parser.add_argument("--cooldown", type=float, default=2.0)
     parser.add_argument("--concurrent", type=int, default=8)
     parser.add_argument("--ways", nargs="*", default=list(WAYS))
+    parser.add_argument("--hostile", choices=("spinner", "hog"), default="spinner")
     args = parser.parse_args()
     settings = EnvironmentSettings(device="cuda", baselines="cached")
     result: dict = {
@@ -175,9 +197,11 @@ def main() -> None:
     honest = [example(names[i % 3]) for i in range(args.concurrent - 1)]
     alone = {name: row(score([example(name)], settings)[0]) for name in names}
     started = time.perf_counter()
-    together = score([hostile("double_fork_setsid"), *honest], settings, args.concurrent)
+    bad = hostile("double_fork_setsid") if args.hostile == "spinner" else hog()
+    together = score([bad, *honest], settings, args.concurrent)
     result["concurrent"] = {
         "evaluations": args.concurrent,
+        "hostile_kind": args.hostile,
         "wall_s": round(time.perf_counter() - started, 2),
         "alone": alone,
         "hostile": row(together[0]),

@@ -195,6 +195,7 @@ class Rejected(_Frozen):
         "sanitizer",
         "foreign_work",
         "process_left_running",
+        "gpu_memory_exceeded",
     ]
     message: str
     findings: list[AuditFinding] = []

@@ -56,6 +56,43 @@ class Timeouts(BaseModel):
     )
 
 
+GIB = 1 << 30
+
+
+class GpuMemoryPolicy(BaseModel):
+    """How much GPU memory a candidate's processes may hold (issue 24, item 4), drawn from the task: for a
+    batch of n calls, the largest of `device_fraction` of the device and `allowance_bytes` + the batch's
+    outputs + `reference_multiple` x the reference's peak working memory for one call (measured in the
+    judge). The judge measures it from outside (judge/memory_watch.py) and rejects beyond it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    allowance_bytes: int = Field(
+        default=2 * GIB,
+        ge=0,
+        description="a worker's CUDA context, library workspaces and allocator slack, on top of its outputs",
+    )
+    reference_multiple: float = Field(
+        default=4.0, ge=1, description="times the reference's peak working memory for one call"
+    )
+    device_fraction: float = Field(
+        default=1 / 16,
+        gt=0,
+        le=1,
+        description="no budget is smaller than this share of the device: small tasks get room to spare",
+    )
+    limit_bytes: int | None = Field(
+        default=None, gt=0, description="a fixed budget instead of the derived one (the operator's choice)"
+    )
+
+    def budget(self, *, out_bytes: int, reference_bytes: int, device_bytes: int) -> int:
+        """The budget of a worker whose batch returns `out_bytes` of outputs in all."""
+        if self.limit_bytes is not None:
+            return self.limit_bytes
+        derived = self.allowance_bytes + out_bytes + int(self.reference_multiple * reference_bytes)
+        return max(int(self.device_fraction * device_bytes), derived)
+
+
 def baseline_cache_key(content_hash: str, gpu: str, torch_version: str) -> str:
     """The judge's baseline cache key (judge/baselines.py); `bench` seeds the cache with it. v2: the
     entries carry per-call samples (for speedup intervals); the rules version: baselines timed under
@@ -109,6 +146,7 @@ class EvalJob(BaseModel):
         description="demangled names of the kernels the build compiled from the workspace (from ptxas); "
         "profile traces one call and requires these to carry most of its kernel time",
     )
+    gpu_memory: GpuMemoryPolicy = Field(default_factory=GpuMemoryPolicy)
 
 
 class ServerReady(BaseModel):

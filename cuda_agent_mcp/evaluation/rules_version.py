@@ -12,4 +12,6 @@ from __future__ import annotations
 # "2026-12-02": the first versioned rule set (before it, results carried no version: read as None).
 # "2026-12-02.2": a candidate that leaves a process running after its call returns is rejected
 # (`process_left_running`); a timing taken while foreign work ran on the GPU is discarded, never charged.
-VERDICT_RULES_VERSION = "2026-12-02.2"
+# "2026-12-03": a candidate whose processes hold more GPU memory than its task's budget is rejected
+# (`gpu_memory_exceeded`, evaluation/job.py's GpuMemoryPolicy).
+VERDICT_RULES_VERSION = "2026-12-03"

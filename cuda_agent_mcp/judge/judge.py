@@ -35,8 +35,9 @@ from cuda_agent_mcp.evaluation.job import EvalJob
 from cuda_agent_mcp.evaluation.ops import forbidden_ops
 from cuda_agent_mcp.judge.compare import Problem, check_outputs, errors, unchanged
 from cuda_agent_mcp.judge.gpu_guard import GpuBusy, GpuGuard, listing
-from cuda_agent_mcp.judge.gpu_memory import MemoryAtFailure, memory_at_failure
+from cuda_agent_mcp.judge.gpu_memory import MemoryAtFailure, memory_at_failure, nvml_module
 from cuda_agent_mcp.judge.kernels import breakdown
+from cuda_agent_mcp.judge.memory_watch import CandidateMemory, watch_for_device
 from cuda_agent_mcp.judge.phases import PhaseClock
 from cuda_agent_mcp.judge.sanitize import SanitizerTarget, start_target
 from cuda_agent_mcp.judge.sizes import (
@@ -233,6 +234,7 @@ class Judge:
         A reference that fails is the task's fault, or the machine's when it ran out of memory others held."""
         with self.clock.phase("reference"):
             clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            before = self._reset_peak_memory()
             try:
                 with torch.no_grad():
                     output = self.model(*clones)
@@ -240,9 +242,33 @@ class Judge:
                 raise self._reference_out_of_memory(exc) from None
             except Exception as exc:
                 raise TaskFault(f"the reference failed: {type(exc).__name__}: {exc}"[:2000]) from None
+            if before is not None:
+                working = torch.cuda.max_memory_allocated(self.device) - before
+                self.candidate_memory.reference_bytes = max(self.candidate_memory.reference_bytes, working)
         if isinstance(output, torch.Tensor):
             return "tensor", [output]
         return ("tuple" if isinstance(output, tuple) else "list"), list(output)
+
+    def _reset_peak_memory(self) -> int | None:
+        """Start measuring the reference's peak working memory (what a candidate's budget is drawn from):
+        the bytes allocated now, or None off the GPU."""
+        if self.device.type != "cuda":
+            return None
+        torch.cuda.reset_peak_memory_stats(self.device)
+        return torch.cuda.memory_allocated(self.device)
+
+    @cached_property
+    def candidate_memory(self) -> CandidateMemory:
+        """The GPU memory a candidate worker may hold, and the watch that stops it beyond (memory_watch.py)."""
+        policy = self.job.gpu_memory
+        if self.device.type != "cuda":
+            return CandidateMemory(policy, 0, None, "not applicable (no GPU)")
+        total = torch.cuda.get_device_properties(self.device).total_memory
+        if not getattr(self.workers, "pids_visible", True):
+            return CandidateMemory(
+                policy, total, None, "unbounded: container workers' processes are not visible to the judge"
+            )
+        return CandidateMemory(policy, total, *watch_for_device(self.device_uuid, nvml_module()))
 
     def _reference_out_of_memory(self, exc: BaseException) -> Exception:
         """The reference ran out of device memory in the judge: the task's error when nothing else held the
@@ -345,6 +371,8 @@ class Judge:
             # cannot write them (Worker.trusted_compile_caches); a candidate only ever has its own.
             compile_caches=worker.trusted_compile_caches() if compile_model and not confine else {},
         )
+        if confine:
+            self.candidate_memory.limit(worker, 0)  # its import may allocate: watched from the start
         try:
             with self.clock.phase("worker_load"):
                 reply = self._ask(worker, request, "load", self.job.timeouts.load_s)
@@ -383,6 +411,8 @@ class Judge:
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)  # the worker reads these bytes from another context
         self._calls += 1
+        if worker.runs_candidate:
+            self.candidate_memory.limit(worker, out_bytes)
         prepare = PrepareRequest(
             sets=[s.refs for s in staged],
             scalars_pickle=[_scalars(s.views) for s in staged],
@@ -497,6 +527,7 @@ class Judge:
         try:
             reply = worker.request(request, timeout_s=timeout_s)
         except WorkerLost as lost:
+            self._check_memory(worker)  # the watch killed it: that is the reason, whatever the pipe saw
             if lost.reason == "timeout":
                 raise VerdictReached(TimedOut(phase=phase, limit_s=timeout_s)) from None
             if isinstance(request, PrepareRequest):
@@ -507,6 +538,7 @@ class Judge:
             raise VerdictReached(
                 Crashed(phase=phase, kind=kind, message=lost.detail, log_tail=lost.log_tail)
             ) from None
+        self._check_memory(worker)
         self._check_left_running(worker)
         if reply.op == "failure":
             if reply.kind == "out_of_memory":
@@ -517,6 +549,22 @@ class Judge:
                 Crashed(phase=reply.phase, kind=reply.kind, message=reply.message, log_tail=worker.log_tail())
             )
         return reply
+
+    def _check_memory(self, worker: Worker) -> None:
+        """A candidate worker the memory watch found over its budget (and killed) is rejected for it."""
+        if (overrun := self.candidate_memory.overrun(worker)) is None:
+            return
+        raise VerdictReached(
+            Rejected(
+                reason="gpu_memory_exceeded",
+                message=f"{overrun.describe()} (measured by the judge through NVML). They were killed. Allocate "
+                "less: reuse buffers, free temporaries, or work in pieces.",
+                evidence={
+                    "held_bytes": float(overrun.held_bytes),
+                    "budget_bytes": float(overrun.budget_bytes),
+                },
+            )
+        )
 
     def _check_left_running(self, worker: Worker) -> None:
         """After each of the candidate's calls returns, nothing it started may still run (its cage says,
@@ -1046,6 +1094,8 @@ class Judge:
 
     def close(self) -> None:
         """Give the job's memory pools back for later evaluations (its workers are closed by now)."""
+        if "candidate_memory" in self.__dict__:
+            self.candidate_memory.close()
         self.stage.close()
         for pool in self._weight_pools:
             give_back(pool)

@@ -44,7 +44,6 @@ def run_job(
     gpu = torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"
     worker: Worker | None = None
     null: Worker | None = None
-    environment = _judge_environment(gpu, judge)
     try:
         eager = compiled = None
         cached = False
@@ -61,7 +60,7 @@ def run_job(
                 distributions=judge.distributions_used,
                 gpu=gpu,
                 phases_s=judge.clock.as_dict(),
-                environment=environment,
+                environment=_judge_environment(gpu, judge),
                 hidden_sizes=judge.size_plan.describe(),
                 judged_against=judge.judged_against,
                 sanitizer=judge.sanitizer,
@@ -112,7 +111,7 @@ def run_job(
             kernels=kernels,
             gpu=gpu,
             phases_s=judge.clock.as_dict(),
-            environment=environment,
+            environment=_judge_environment(gpu, judge),
             evidence_missing=missing,
             speed_of_light=sol,
             faster_than_sol=sol is not None and stats.median_ms < sol.t_sol_ms,
@@ -124,12 +123,14 @@ def run_job(
             distributions=judge.distributions_used,
             gpu=gpu,
             phases_s=judge.clock.as_dict(),
-            environment=environment,
+            environment=_judge_environment(gpu, judge),
         )
     except (HarnessFault, TaskFault) as fault:
-        return _fault_report(fault, gpu, judge.clock.as_dict(), environment)
+        return _fault_report(fault, gpu, judge.clock.as_dict(), _judge_environment(gpu, judge))
     except CageUnavailable as exc:  # the machine's: no process of the candidate runs uncaged
-        return _fault_report(HarnessFault(str(exc)), gpu, judge.clock.as_dict(), environment)
+        return _fault_report(
+            HarnessFault(str(exc)), gpu, judge.clock.as_dict(), _judge_environment(gpu, judge)
+        )
     finally:
         for started in (worker, null):
             if started is not None:
@@ -241,8 +242,13 @@ def _baselines_only(
 
 
 def _judge_environment(gpu: str, judge: Judge) -> dict[str, str]:
-    """What an evaluation ran on and the defences in force for it, each as the judge found it."""
-    return {**_environment(gpu, judge.workers.isolation), "gpu_exclusivity": judge.gpu_exclusivity}
+    """What an evaluation ran on and the defences in force for it, each as the judge found it (at the end
+    of the job: the memory limit says what was seen)."""
+    return {
+        **_environment(gpu, judge.workers.isolation),
+        "gpu_exclusivity": judge.gpu_exclusivity,
+        "gpu_memory_limit": judge.candidate_memory.describe(),
+    }
 
 
 def _environment(gpu: str, isolation: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import threading
 import time
 import weakref
 from multiprocessing import forkserver
@@ -177,6 +178,15 @@ class Worker:
         cage); none where it cannot (a container ends with its worker whatever runs in it)."""
         return []
 
+    def gpu_pids(self) -> set[int]:
+        """The worker and every process it started, as the GPU driver names them (for the memory watch,
+        judge/memory_watch.py); empty where the judge cannot name them or the worker is gone."""
+        return set()
+
+    def stop_now(self) -> None:
+        """Kill the worker and everything it started without waiting for it: safe from another thread
+        (the memory watch's), never touching a process once the worker was reaped."""
+
     # -- what each kind of worker provides -------------------------------------------------------
 
     @property
@@ -254,6 +264,10 @@ class WorkerProcess(Worker):
             for end in ends:
                 end.close()
         self.process = _ForkedProcess(forked)
+        # Held while the worker is signalled or reaped: another thread may stop it (stop_now), and must
+        # never signal a pid the kernel has given to someone else since.
+        self._reaping = threading.Lock()
+        self._reaped = False
         self._shm_before = shm_snapshot()
         _live_workers.add(self)
         # Everything the worker starts lands in its cgroup, so nothing it starts survives it, setsid and
@@ -303,16 +317,39 @@ class WorkerProcess(Worker):
         except OSError:
             return None
 
+    def gpu_pids(self) -> set[int]:
+        with self._reaping:
+            if self._reaped:
+                return set()
+            members = set(self.cage.pids()) if self.cage is not None else set()
+            return {self.process.pid, *members}
+
+    def stop_now(self) -> None:
+        with self._reaping:
+            if self._reaped:
+                return
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            if self.cage is not None:
+                self.cage.kill_all()
+
     def kill(self) -> None:
         """SIGKILL the whole process group (and, with a cgroup, every process the worker started), then
         reap the worker."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.process.pid, signal.SIGKILL)  # also before its setsid made the group
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        if self.cage is not None:
-            self.cage.kill_all()
-        self.process.wait()
+        with self._reaping:
+            if not self._reaped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.process.pid, signal.SIGKILL)  # also before its setsid made the group
+            # Safe after the worker was reaped too: the kernel reuses no pid still naming a process group,
+            # and the cage names only its members.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            if self.cage is not None:
+                self.cage.kill_all()
+            self.process.wait()
+            self._reaped = True
 
     @property
     def alive(self) -> bool:

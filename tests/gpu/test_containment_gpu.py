@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -85,26 +86,66 @@ def _named(name: str) -> list[int]:
     return found
 
 
-def test_a_profile_says_what_guarded_it_and_a_process_left_at_import_is_rejected(
-    tmp_path: Path, shared_build_cache: Path
-) -> None:
+@pytest.fixture
+def relu_session(tmp_path: Path, shared_build_cache: Path) -> Iterator[Session]:
+    """A session on a copy of the relu example (its workspace at tmp_path/ws), its judges closed after."""
     shutil.copytree(EXAMPLES / "relu", tmp_path / "ws")
     session = Session.open(tmp_path / "ws", cache_dir=shared_build_cache, judges=JudgePool(tmp_path / "logs"))
     try:
-        profiled = anyio.run(profile_kernels, session, ProfileRequest(baselines="skip"))
-        print("environment:", profiled.environment)
-        assert profiled.verdict.status == "passed", profiled.verdict
-        assert profiled.environment["gpu_exclusivity"].startswith("nvml"), profiled.environment
-        assert "pids cgroup" in profiled.environment["worker_isolation"], profiled.environment
-        assert "no pids cgroup" not in profiled.environment["worker_isolation"]
-        (tmp_path / "ws" / "kernels" / "leave.cpp").write_text(LEAVE.replace("@NAME@", LEFT_NAME))
-        verified = anyio.run(verify_kernels, session, VerifyRequest())
-        assert verified.verdict.status == "rejected", verified.verdict
-        assert verified.verdict.reason == "process_left_running", verified.verdict
-        assert verified.verdict.evidence["processes_left"] >= 1
-        deadline = time.monotonic() + 5
-        while _named(LEFT_NAME) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _named(LEFT_NAME) == []
+        yield session
     finally:
         session.judges.close()
+
+
+def test_a_profile_says_what_guarded_it_and_a_process_left_at_import_is_rejected(
+    tmp_path: Path, relu_session: Session
+) -> None:
+    session = relu_session
+    profiled = anyio.run(profile_kernels, session, ProfileRequest(baselines="skip"))
+    print("environment:", profiled.environment)
+    assert profiled.verdict.status == "passed", profiled.verdict
+    assert profiled.environment["gpu_exclusivity"].startswith("nvml"), profiled.environment
+    assert "pids cgroup" in profiled.environment["worker_isolation"], profiled.environment
+    assert "no pids cgroup" not in profiled.environment["worker_isolation"]
+    (tmp_path / "ws" / "kernels" / "leave.cpp").write_text(LEAVE.replace("@NAME@", LEFT_NAME))
+    verified = anyio.run(verify_kernels, session, VerifyRequest())
+    assert verified.verdict.status == "rejected", verified.verdict
+    assert verified.verdict.reason == "process_left_running", verified.verdict
+    assert verified.verdict.evidence["processes_left"] >= 1
+    deadline = time.monotonic() + 5
+    while _named(LEFT_NAME) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _named(LEFT_NAME) == []
+
+
+# 24 GiB allocated when the extension is imported and never freed: over the relu task's budget (the larger of
+# 1/16 of the device, 8.8 GiB on an H200, and what its outputs and reference need).
+HOG = r"""
+#include <cuda_runtime.h>
+static void* grab() {
+  void* held = nullptr;
+  cudaMalloc(&held, size_t(24) << 30);
+  return held;
+}
+static void* held = grab();
+"""
+
+
+def test_a_candidate_holding_more_gpu_memory_than_its_budget_is_rejected_and_the_next_passes(
+    tmp_path: Path, relu_session: Session
+) -> None:
+    session = relu_session
+    honest = anyio.run(verify_kernels, session, VerifyRequest())
+    limit = honest.environment["gpu_memory_limit"]
+    print("honest:", limit)
+    assert honest.verdict.status == "passed", honest.verdict
+    assert limit.startswith("at most") and "the most seen held 0.00 GiB" not in limit, limit
+    (tmp_path / "ws" / "kernels" / "hog.cpp").write_text(HOG)
+    hog = anyio.run(verify_kernels, session, VerifyRequest())
+    print("hog:", hog.verdict)
+    assert hog.verdict.status == "rejected", hog.verdict
+    assert hog.verdict.reason == "gpu_memory_exceeded", hog.verdict
+    assert hog.verdict.evidence["held_bytes"] >= 24 << 30
+    (tmp_path / "ws" / "kernels" / "hog.cpp").unlink()
+    again = anyio.run(verify_kernels, session, VerifyRequest())
+    assert again.verdict.status == "passed", again.verdict
