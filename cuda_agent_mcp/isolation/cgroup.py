@@ -96,6 +96,26 @@ def pids_cgroup_root() -> Path | None:
     return cage_support().root
 
 
+def members_file_of(pid: int) -> Path | None:
+    """The `cgroup.procs` of the cgroup `pid` is in (the pids hierarchy on v1, the unified one on v2), as
+    this process sees the hierarchy; None where it cannot be found. A container's processes are listed
+    there by the pids of the reader's namespace: what NVML and /proc name them."""
+    v1, v2 = hierarchies()
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        base = v1 if "pids" in controllers.split(",") else v2 if controllers == "" else None
+        if base is None:
+            continue
+        members = base / path.lstrip("/") / "cgroup.procs"
+        if members.is_file():
+            return members
+    return None
+
+
 def reduced_isolation_allowed() -> bool:
     return os.environ.get(REDUCED_ISOLATION_ENV) == "1"
 

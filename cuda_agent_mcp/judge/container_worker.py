@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent_mcp.errors import ExecutorUnavailable
+from cuda_agent_mcp.isolation.cgroup import members_file_of
 from cuda_agent_mcp.isolation.containers import (
     DockerSettings,
     container_options,
@@ -82,6 +83,7 @@ class ContainerWorker(SocketWorker):
         self._container: Any = None
         self._status: int | None = None
         self._harness_pids: set[int] = set()  # its init and the worker, before any candidate ran
+        self._members: Path | None = None  # its cgroup's member list, once it is ready
         worker_env = self.environment(env, shm)
         readable = [Path(sys.prefix), Path(sys.base_prefix), self.load_root]
         readable += [Path(p) for p in worker_env["PYTHONPATH"].split(os.pathsep) if p]
@@ -104,6 +106,27 @@ class ContainerWorker(SocketWorker):
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
         super().wait_ready(timeout_s)
         self._harness_pids = set(self._running_pids())
+        # The container's own cgroup, read directly by the memory watch (every 20 ms: `docker top` asks
+        # the engine to run ps, far too slow for that).
+        init_pid = int(container_state(self._container).get("Pid") or 0)
+        self._members = members_file_of(init_pid) if init_pid > 0 else None
+
+    def gpu_pids(self) -> set[int]:
+        """Every process in the container, by the host's pids (a GPU worker's container shares the host's
+        PID namespace, so these are NVML's): from its cgroup, else from the engine."""
+        if self._members is not None:
+            try:
+                return {int(pid) for pid in self._members.read_text().split()}
+            except OSError:
+                pass  # the container is gone, or its cgroup moved: ask the engine
+        return set(self._running_pids())
+
+    def stop_now(self) -> None:
+        """Kill the container by its id (never a pid that may have been reused); `kill` removes it later."""
+        container = self._container
+        if container is not None:
+            with contextlib.suppress(Exception):
+                container.kill()
 
     def left_running(self) -> list[int]:
         """Processes in the container besides its init and the worker: what candidate code started and

@@ -264,10 +264,6 @@ class Judge:
         if self.device.type != "cuda":
             return CandidateMemory(policy, 0, None, "not applicable (no GPU)")
         total = torch.cuda.get_device_properties(self.device).total_memory
-        if not getattr(self.workers, "pids_visible", True):
-            return CandidateMemory(
-                policy, total, None, "unbounded: container workers' processes are not visible to the judge"
-            )
         return CandidateMemory(policy, total, *watch_for_device(self.device_uuid, nvml_module()))
 
     def _reference_out_of_memory(self, exc: BaseException) -> Exception:

@@ -113,7 +113,11 @@ class MemoryWatch:
             self.failed_polls += 1
             return
         for worker, entry in entries:
-            pids = worker.gpu_pids()
+            try:
+                pids = worker.gpu_pids()
+            except Exception:  # a container the engine cannot list: this look saw nothing of it
+                self.failed_polls += 1
+                continue
             held = sum(held_by.get(pid, 0) for pid in pids)
             with self._lock:
                 entry.peak_bytes = max(entry.peak_bytes, held)

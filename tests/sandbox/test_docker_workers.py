@@ -32,6 +32,7 @@ from cuda_agent_mcp.results import Crashed, Passed, Rejected, TimedOut
 from cuda_agent_mcp.tools import VerifyRequest, verify_kernels
 from cuda_agent_mcp.tools.evaluate import JudgeFailed
 from tests.evaluator.conftest import HONEST, SLEEPS_IN_INIT, judge
+from tests.evaluator.test_memory_budget_cpu import hog, watched  # noqa: F401 (a fixture, used by name)
 from tests.evaluator.test_tools_cpu import TORCH_CANDIDATE, cpu_session
 from tests.sandbox.conftest import docker_executor, unavailable
 
@@ -200,6 +201,21 @@ def test_a_worker_container_that_died_while_waiting_is_replaced_not_blamed(run_j
 def test_allocating_100_gb_of_host_memory_is_a_crash_not_a_dead_machine(run_judge) -> None:
     report = run_judge(_in_forward("import torch\nhog = torch.ones(100 * 2**30, dtype=torch.uint8)"))
     assert isinstance(report.verdict, Crashed), report.verdict
+    assert isinstance(run_judge(HONEST).verdict, Passed)
+
+
+@pytest.mark.usefixtures("watched")
+def test_a_container_over_its_memory_budget_is_killed_and_rejected_for_it(run_judge) -> None:
+    """The memory watch names a container's processes by their host pids (its cgroup) and stops it by its id:
+    the same verdict as a forked worker's (tests/evaluator/test_memory_budget_cpu.py, whose NVML reports
+    resident host memory)."""
+    honest = run_judge(HONEST)
+    assert isinstance(honest.verdict, Passed), honest.verdict
+    assert honest.environment["gpu_memory_limit"].startswith("at most 2.00 GiB")
+    report = run_judge(hog("call"))
+    assert isinstance(report.verdict, Rejected), report.verdict
+    assert report.verdict.reason == "gpu_memory_exceeded", report.verdict
+    assert report.verdict.evidence["held_bytes"] > report.verdict.evidence["budget_bytes"]
     assert isinstance(run_judge(HONEST).verdict, Passed)
 
 
