@@ -73,10 +73,11 @@ class MemoryWatch:
         self.failed_polls = 0
 
     def watch(self, worker: Watched, budget_bytes: int) -> None:
-        """Watch `worker` from now on under `budget_bytes` (again: a new budget, e.g. for a larger batch)."""
+        """Watch `worker` from now on under `budget_bytes`, or the largest budget it had before: its allocator
+        keeps what an earlier, larger batch needed (torch caches freed blocks), so a budget never shrinks."""
         with self._lock:
             entry = self._entries.setdefault(worker, _Entry(budget_bytes))
-            entry.budget_bytes = budget_bytes
+            entry.budget_bytes = max(entry.budget_bytes, budget_bytes)
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="gpu-memory-watch", daemon=True)
             self._thread.start()

@@ -93,6 +93,9 @@ def test_a_larger_batch_raises_the_budget_and_a_tree_is_watched_between_requests
     try:
         watch.watch(tree, 4 * GIB)
         assert tree.stopped == 0
+        watch.watch(tree, 2 * GIB)  # a smaller batch later: the allocator still caches the larger one's
+        watch.poll()
+        assert tree.stopped == 0, "a budget never shrinks"
         nvml.held = {30: 5 * GIB}  # grows while nobody asks: the watch's own thread sees it
         deadline = time.monotonic() + 5
         while not tree.stopped and time.monotonic() < deadline:
