@@ -61,9 +61,9 @@ GIB = 1 << 30
 
 class GpuMemoryPolicy(BaseModel):
     """How much GPU memory a candidate's processes may hold (issue 24, item 4), drawn from the task: for a
-    batch of n calls, the largest of `device_fraction` of the device and `allowance_bytes` + the batch's
-    outputs + `reference_multiple` x the reference's peak working memory for one call (measured in the
-    judge). The judge measures it from outside (judge/memory_watch.py) and rejects beyond it."""
+    batch, the larger of `device_fraction` of the device and `allowance_bytes` + `output_multiple` x the
+    batch's outputs + `reference_multiple` x the reference's peak working memory for one call (measured in
+    the judge). The judge measures it from outside (judge/memory_watch.py) and rejects beyond it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -71,6 +71,12 @@ class GpuMemoryPolicy(BaseModel):
         default=2 * GIB,
         ge=0,
         description="a worker's CUDA context, library workspaces and allocator slack, on top of its outputs",
+    )
+    output_multiple: float = Field(
+        default=4.0,
+        ge=1,
+        description="times the batch's outputs: an honest worker holds them, the last batch's until the judge "
+        "lets go, and the blocks its allocator caches (up to twice the outputs, measured on the H200)",
     )
     reference_multiple: float = Field(
         default=4.0, ge=1, description="times the reference's peak working memory for one call"
@@ -89,7 +95,11 @@ class GpuMemoryPolicy(BaseModel):
         """The budget of a worker whose batch returns `out_bytes` of outputs in all."""
         if self.limit_bytes is not None:
             return self.limit_bytes
-        derived = self.allowance_bytes + out_bytes + int(self.reference_multiple * reference_bytes)
+        derived = (
+            self.allowance_bytes
+            + int(self.output_multiple * out_bytes)
+            + int(self.reference_multiple * reference_bytes)
+        )
         return max(int(self.device_fraction * device_bytes), derived)
 
 

@@ -249,6 +249,12 @@ class Judge:
             return "tensor", [output]
         return ("tuple" if isinstance(output, tuple) else "list"), list(output)
 
+    @cached_property
+    def _one_call_out_bytes(self) -> int:
+        """One reference call's outputs, from the meta device (0 where it cannot run there; off the GPU no
+        budget is drawn)."""
+        return meta_output_bytes(self.reference) if self.device.type == "cuda" else 0
+
     def _reset_peak_memory(self) -> int | None:
         """Start measuring the reference's peak working memory (what a candidate's budget is drawn from):
         the bytes allocated now, or None off the GPU."""
@@ -368,7 +374,8 @@ class Judge:
             compile_caches=worker.trusted_compile_caches() if compile_model and not confine else {},
         )
         if confine:
-            self.candidate_memory.limit(worker, 0)  # its import may allocate: watched from the start
+            # Its import and constructor may allocate: watched from the start, under one call's budget.
+            self.candidate_memory.limit(worker, self._one_call_out_bytes)
         try:
             with self.clock.phase("worker_load"):
                 reply = self._ask(worker, request, "load", self.job.timeouts.load_s)
@@ -445,7 +452,7 @@ class Judge:
         outputs: list[list[torch.Tensor]] = []
         if not null:
             with self.clock.phase("output_copy"):
-                outputs = self._copy_outputs(reply, staged, out_bytes, worker.own_pid)
+                outputs = self._copy_outputs(reply, staged, out_bytes, worker)
         else:
             # Received and dropped, as the candidate's outputs are after their copy: the worker's allocator
             # frees an exported block only once the receiver has let go of it, so a null whose outputs
@@ -459,7 +466,7 @@ class Judge:
         return BatchRun(reply=reply, outputs=outputs, judge_ms=judge_ms, ping_ms=ping_ms, staged=staged)
 
     def _copy_outputs(
-        self, reply: BatchResult, staged: list[Staged], out_bytes: int, sender_pid: int | None
+        self, reply: BatchResult, staged: list[Staged], out_bytes: int, worker: Worker
     ) -> list[list[torch.Tensor]]:
         """Private copies of every output; an output that aliases an input or another output is a
         contract violation (principle 10), whatever the worker says about it."""
@@ -476,15 +483,18 @@ class Judge:
                     )
                 copies.append(
                     [
-                        receive(r, max_bytes=limit, expected_device=device, sender_pid=sender_pid)
+                        receive(r, max_bytes=limit, expected_device=device, sender_pid=worker.own_pid)
                         for r in result.outputs
                     ]
                 )
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
         except MappingFailed as exc:
+            # Outputs die with a worker the memory watch killed while they were mapped: that is the verdict.
+            self._check_memory(worker)
             self._mapping_failed(str(exc))
         except TransportError as exc:
+            self._check_memory(worker)
             raise VerdictReached(ContractViolation(check="transport", trial=0, message=str(exc))) from None
         return copies
 

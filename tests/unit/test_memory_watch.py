@@ -57,9 +57,9 @@ def test_the_budget_is_the_larger_of_a_share_of_the_device_and_what_the_task_nee
     device = 140 * GIB
     # a small task: the share of the device (1/16)
     assert policy.budget(out_bytes=1 << 20, reference_bytes=1 << 20, device_bytes=device) == device // 16
-    # a large one: its outputs, four times the reference's working memory, and the allowance
+    # a large one: four times its outputs and the reference's working memory, and the allowance
     big = policy.budget(out_bytes=16 * GIB, reference_bytes=2 * GIB, device_bytes=device)
-    assert big == 2 * GIB + 16 * GIB + 8 * GIB
+    assert big == 2 * GIB + 64 * GIB + 8 * GIB
     # an operator's fixed budget wins over both
     fixed = GpuMemoryPolicy(limit_bytes=3 * GIB)
     assert fixed.budget(out_bytes=16 * GIB, reference_bytes=2 * GIB, device_bytes=device) == 3 * GIB
