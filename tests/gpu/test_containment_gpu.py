@@ -127,6 +127,7 @@ def test_a_candidate_holding_more_gpu_memory_than_its_budget_is_rejected_and_the
     assert hog.verdict.evidence["held_bytes"] >= 24 << 30
     (tmp_path / "ws" / "kernels" / "hog.cpp").unlink()
     again = anyio.run(verify_kernels, session, VerifyRequest())
+    print("again:", again.environment["gpu_memory_limit"])
     assert again.verdict.status == "passed", again.verdict
 
 
