@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from cuda_agent_mcp.evaluation.job import GIB
+
 # A worker holding at least this share of the device ran it out of memory itself.
 CANDIDATE_SHARE = 0.5
 # Others holding less than this share left the worker enough room: the failure is its own.
 CROWDED_SHARE = 0.25
-GIB = 1024**3
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cuda_agent_mcp.evaluation.job import GpuMemoryPolicy
-from cuda_agent_mcp.judge.gpu_memory import GIB
+from cuda_agent_mcp.evaluation.job import GIB, GpuMemoryPolicy
 
 POLL_S = 0.02  # one NVML process list costs about 0.02 ms on the H200
 
@@ -69,8 +68,9 @@ class MemoryWatch:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        # Polls that failed (NVML errors): a watch that cannot see is reported, not trusted.
+        # Looks that failed (NVML errors) and that succeeded: a watch that cannot see is reported, not trusted.
         self.failed_polls = 0
+        self.good_polls = 0
 
     def watch(self, worker: Watched, budget_bytes: int) -> None:
         """Watch `worker` from now on under `budget_bytes`, or the largest budget it had before: its allocator
@@ -93,10 +93,6 @@ class MemoryWatch:
         with self._lock:
             return max((e.peak_bytes for e in self._entries.values()), default=0)
 
-    def forget(self, worker: Watched) -> None:
-        with self._lock:
-            self._entries.pop(worker, None)
-
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
@@ -113,6 +109,7 @@ class MemoryWatch:
         except Exception:
             self.failed_polls += 1
             return
+        self.good_polls += 1
         for worker, entry in entries:
             try:
                 pids = worker.gpu_pids()
@@ -153,8 +150,8 @@ def watch_for_device(device_uuid: str, nvml: Any) -> tuple[MemoryWatch | None, s
 
 class CandidateMemory:
     """The judge's side of the budget: what each candidate worker may hold now, the watch that holds it to
-    that, and what the result says of it. Without a watch (no GPU, no NVML, workers whose pids the judge
-    cannot see) nothing is bounded, and `describe` says so: never a claim of a limit that was not in force."""
+    that, and what the result says of it. Without a watch (no GPU, no NVML), or with one that never read
+    NVML, nothing is bounded, and `describe` says so: never a claim of a limit that was not in force."""
 
     def __init__(
         self, policy: GpuMemoryPolicy, device_bytes: int, watch: MemoryWatch | None, why_not: str
@@ -185,6 +182,8 @@ class CandidateMemory:
         if not self.largest_budget:
             return "bounded by NVML, but no candidate worker ran"
         blind = f"; {self.watch.failed_polls} poll(s) failed" if self.watch.failed_polls else ""
+        if not self.watch.good_polls:
+            return f"unbounded: NVML could not be read{blind}"
         return (
             f"at most {self.largest_budget / GIB:.2f} GiB per candidate worker and its processes, read by NVML "
             f"every {self.watch.poll_s * 1e3:.0f} ms; the most seen held {self.watch.peak_bytes() / GIB:.2f} GiB"

@@ -326,30 +326,28 @@ class WorkerProcess(Worker):
 
     def stop_now(self) -> None:
         with self._reaping:
-            if self._reaped:
-                return
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.process.pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            if self.cage is not None:
-                self.cage.kill_all()
+            if not self._reaped:
+                self._signal_tree(worker_too=True)
 
     def kill(self) -> None:
         """SIGKILL the whole process group (and, with a cgroup, every process the worker started), then
         reap the worker."""
         with self._reaping:
-            if not self._reaped:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.process.pid, signal.SIGKILL)  # also before its setsid made the group
-            # Safe after the worker was reaped too: the kernel reuses no pid still naming a process group,
-            # and the cage names only its members.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            if self.cage is not None:
-                self.cage.kill_all()
+            self._signal_tree(worker_too=not self._reaped)
             self.process.wait()
             self._reaped = True
+
+    def _signal_tree(self, *, worker_too: bool) -> None:
+        """SIGKILL the worker (only while it is unreaped: its pid is its own until then), its process group
+        and its cage. The group and the cage are safe to signal after the reaping too: the kernel reuses no
+        pid still naming a process group, and a cage names only its members."""
+        if worker_too:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGKILL)  # also before its setsid made the group
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        if self.cage is not None:
+            self.cage.kill_all()
 
     @property
     def alive(self) -> bool:

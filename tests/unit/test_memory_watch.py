@@ -163,3 +163,20 @@ def test_a_process_nvml_reports_nothing_for_counts_as_holding_nothing(held: int 
         assert tree.stopped == 0 and watch.peak_bytes() == 0
     finally:
         watch.close()
+
+
+def test_a_watch_that_never_read_nvml_claims_no_limit_and_one_that_did_says_what_it_saw() -> None:
+    nvml = FakeNVML()
+    nvml.fails = True
+    memory = CandidateMemory(GpuMemoryPolicy(), 140 * GIB, MemoryWatch(nvml, "handle", poll_s=3600), "")
+    tree = Tree(60)
+    try:
+        memory.limit(tree, 0)
+        assert memory.describe().startswith("unbounded: NVML could not be read"), memory.describe()
+        nvml.fails = False
+        nvml.held = {60: GIB}
+        memory.limit(tree, 0)
+        assert memory.describe().startswith("at most 8.75 GiB"), memory.describe()
+        assert "the most seen held 1.00 GiB; 1 poll(s) failed" in memory.describe()
+    finally:
+        memory.close()
