@@ -56,6 +56,7 @@ async def run(edits: int, repeats: int) -> dict[str, object]:
     kernel = session.workspace.root / "kernels" / "relu.cu"
     original = kernel.read_text()
     round_trips = []
+    round_trip_parts = []
     for index in range(edits):
         kernel.write_text(
             original.replace(
@@ -63,18 +64,28 @@ async def run(edits: int, repeats: int) -> dict[str, object]:
             )
         )
         started = time.perf_counter()
-        built = await compile_kernels(session)
-        checked = await verify_kernels(session)
-        timed_result = await profile_kernels(session)
+        built, built_s = await timed(compile_kernels(session))
+        checked, checked_s = await timed(verify_kernels(session))
+        timed_result, profiled_s = await timed(profile_kernels(session))
         round_trips.append(time.perf_counter() - started)
+        round_trip_parts.append(
+            {
+                "build_s": round(built_s, 3),
+                "verify_s": round(checked_s, 3),
+                "profile_s": round(profiled_s, 3),
+                "verify_phases_s": checked.phases_s,
+                "profile_phases_s": timed_result.phases_s,
+            }
+        )
         assert built.ok, built.summary
         assert isinstance(checked.verdict, Passed), checked.verdict
         assert isinstance(timed_result.verdict, Passed), timed_result.verdict
     kernel.write_text(original)
 
-    speedups, cvs = [], []
+    speedups, cvs, repeat_s = [], [], []
     for _ in range(repeats):
-        result = await profile_kernels(session)
+        result, seconds = await timed(profile_kernels(session))
+        repeat_s.append(round(seconds, 3))
         assert isinstance(result.verdict, Passed) and result.speedup_vs_eager is not None and result.candidate
         speedups.append(result.speedup_vs_eager)
         cvs.append(result.candidate.cv)
@@ -93,6 +104,7 @@ async def run(edits: int, repeats: int) -> dict[str, object]:
         "profile_with_baseline_measurement_s": round(first_profile_s, 3),
         "profile_with_cached_baselines_s": round(cached_profile_s, 3),
         "round_trip_after_cu_edit_s": [round(t, 3) for t in round_trips],
+        "round_trip_parts": round_trip_parts,
         "round_trip_after_cu_edit_median_s": round(statistics.median(round_trips), 3)
         if round_trips
         else None,
@@ -103,6 +115,7 @@ async def run(edits: int, repeats: int) -> dict[str, object]:
         },
         "speedup_vs_eager": first.speedup_vs_eager,
         "speedup_vs_compile": first.speedup_vs_compile,
+        "repeat_profile_s": repeat_s,
         "repeat_speedups_vs_eager": [round(s, 4) for s in speedups],
         "repeat_max_deviation_from_median": round(max(abs(s / median - 1) for s in speedups), 4),
         "repeat_candidate_cv": [round(c, 4) for c in cvs],

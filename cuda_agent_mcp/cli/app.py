@@ -41,7 +41,9 @@ from cuda_agent_mcp.cli.common import (
 )
 from cuda_agent_mcp.cli.common import emit_json as _emit_json
 from cuda_agent_mcp.cli.common import run as _run
+from cuda_agent_mcp.cli.judge_commands import judges_app
 from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.evaluation.judge_client import want_service_started
 from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.executors.sandboxed import REDUCED_ISOLATION_ENV
 from cuda_agent_mcp.results import BuildResult, ProfileResult, VerifyResult
@@ -83,6 +85,7 @@ app.add_typer(workspace_app, name="workspace")
 app.add_typer(policy_app, name="policy")
 app.add_typer(trajectories_app, name="trajectories")
 app.add_typer(bench_app, name="bench")
+app.add_typer(judges_app, name="judges")
 app.command("optimize", short_help="Run the agent loop: a policy over the OpenAI wire format (GPU).")(
     optimize_command
 )
@@ -206,6 +209,7 @@ def compile_command(
     json: JsonOption = False,
 ) -> None:
     """Build the workspace's kernels into cuda_extension.so (incremental). Exit 1 when the build fails."""
+    want_service_started()  # the build warms a judge for the next command (on a GPU machine)
     if arch is not None:
         guarded(check_arch, arch, "--arch", as_json=json)
     request = CompileRequest(arch=arch)
@@ -273,6 +277,7 @@ def verify_command(
     json: JsonOption = False,
 ) -> None:
     """Build, then check ModelNew against Model in a separate worker process. Exit 1 unless it passes."""
+    want_service_started()
     request = guarded(VerifyRequest, trials=trials, strict=strict, device=device, audit=audit, as_json=json)
     result = _run(lambda: verify_kernels(Session.open(directory), request), as_json=json)
     _finish("verify", result, render.verify_lines(result), as_json=json)
@@ -286,6 +291,7 @@ def profile_command(
     json: JsonOption = False,
 ) -> None:
     """Build, then time ModelNew, PyTorch eager and torch.compile. Exit 1 unless timing succeeded."""
+    want_service_started()
     request = guarded(ProfileRequest, baselines=baselines, device=device, as_json=json)
     result = _run(lambda: profile_kernels(Session.open(directory), request), as_json=json)
     _finish("profile", result, render.profile_lines(result), as_json=json)
@@ -299,6 +305,7 @@ def eval_command(
     json: JsonOption = False,
 ) -> None:
     """verify + profile + reward (the paper's milestones: -1, 1, 2, 3)."""
+    want_service_started()
     request = guarded(
         # The option's string: the models validate it, and guarded() makes a refusal a usage error.
         lambda: EvaluateRequest(

@@ -205,7 +205,7 @@ def _handed_over(job: EvalJob, inbox: Path, start: JudgeStart) -> EvalJob:
     return job.model_copy(update=update)
 
 
-class _Call:
+class JudgeCall:
     """One job's link between the caller (who may cancel) and the thread talking to its server."""
 
     def __init__(self) -> None:
@@ -293,18 +293,20 @@ class JudgePool:
     async def run(self, job: EvalJob, env: Mapping[str, str], timeout_s: float) -> tuple[JudgeReport, float]:
         """The job's report and how long starting a judge took for it (0 when a warm one was idle).
         Cancelling the caller kills the judge doing the job (and its worker): the work stops at once."""
-        call = _Call()
+        call = JudgeCall()
         try:
             return await anyio.to_thread.run_sync(
-                self._run_blocking, job, dict(env), timeout_s, call, abandon_on_cancel=True
+                self.run_blocking, job, dict(env), timeout_s, call, abandon_on_cancel=True
             )
         except anyio.get_cancelled_exc_class():
             call.cancel()
             raise
 
-    def _run_blocking(
-        self, job: EvalJob, env: dict[str, str], timeout_s: float, call: _Call
+    def run_blocking(
+        self, job: EvalJob, env: dict[str, str], timeout_s: float, call: JudgeCall
     ) -> tuple[JudgeReport, float]:
+        """`run` for a thread of the caller's (the judge service's connections): `call.cancel()` from
+        another thread kills the judge doing the job."""
         key = _key(env)
         with self._lock:
             idle = self._idle.get(key, [])
@@ -324,7 +326,7 @@ class JudgePool:
         job: EvalJob,
         env: dict[str, str],
         timeout_s: float,
-        call: _Call,
+        call: JudgeCall,
         server: JudgeServer | None,
         starting: Future[JudgeServer] | None,
     ) -> tuple[JudgeReport, float]:
@@ -362,6 +364,10 @@ class JudgePool:
             )
             self.prewarm(env)  # its replacement starts now, not when the next job arrives
         return report, startup_s
+
+    def idle_count(self) -> int:
+        with self._lock:
+            return sum(len(idle) for idle in self._idle.values())
 
     def close(self) -> None:
         with self._lock:

@@ -206,7 +206,8 @@ class Judge:
     def size_plan(self) -> SizePlan:
         """How the hidden-size trial grows this task's inputs (judge/sizes.py); worked out on first
         use, so profile and baseline jobs never pay for it."""
-        return hidden_size_plan(self.reference)
+        with self.clock.phase("size_plan"):
+            return hidden_size_plan(self.reference)
 
     def make_inputs(self, seed: int, distribution: str) -> list[Any]:
         with self.clock.phase("inputs"):
@@ -253,7 +254,8 @@ class Judge:
     def _one_call_out_bytes(self) -> int:
         """One reference call's outputs, from the meta device (0 where it cannot run there; off the GPU no
         budget is drawn)."""
-        return meta_output_bytes(self.reference) if self.device.type == "cuda" else 0
+        with self.clock.phase("memory_budget"):
+            return meta_output_bytes(self.reference) if self.device.type == "cuda" else 0
 
     def _reset_peak_memory(self) -> int | None:
         """Start measuring the reference's peak working memory (what a candidate's budget is drawn from):
@@ -269,8 +271,9 @@ class Judge:
         policy = self.job.gpu_memory
         if self.device.type != "cuda":
             return CandidateMemory(policy, 0, None, "not applicable (no GPU)")
-        total = torch.cuda.get_device_properties(self.device).total_memory
-        return CandidateMemory(policy, total, *watch_for_device(self.device_uuid, nvml_module()))
+        with self.clock.phase("memory_budget"):
+            total = torch.cuda.get_device_properties(self.device).total_memory
+            return CandidateMemory(policy, total, *watch_for_device(self.device_uuid, nvml_module()))
 
     def _reference_out_of_memory(self, exc: BaseException) -> Exception:
         """The reference ran out of device memory in the judge: the task's error when nothing else held the
@@ -779,11 +782,8 @@ class Judge:
         recorder, if the job asks for the op audit."""
         # Started first: its start-up (an interpreter, torch, a context under the sanitizer) runs beside
         # the trials, which time nothing.
-        target = (
-            start_target(self.job.sanitize, self.device, self.env, self.scratch)
-            if self.job.sanitize
-            else None
-        )
+        with self.clock.phase("sanitizer_start"):
+            target = start_target(self.job.sanitize, self.device, self.env) if self.job.sanitize else None
         try:
             return self._verify(worker, target)
         finally:

@@ -4,8 +4,10 @@ synccheck), in a process of its own started ahead, at the smallest size the task
 Runs in the judge process. Evidence against only: an error the sanitizer reports rejects the candidate
 with its first report (file and line: the build has line tables), a clean run proves nothing. Where
 compute-sanitizer is missing, or there is no GPU, the result says so (`unavailable`), never "clean".
-The target process costs about 4 s to start (measured on the H200), so a verify job that asks for the
-gate starts it first and runs its trials beside that start; nothing starts it beside a timed loop.
+The target process costs about 4 s to start (measured on the H200), so each judge keeps one started
+ahead (`start_target` hands it out and starts the next one, whose start runs beside this verify's trials,
+which time nothing); a target waiting ahead has imported torch but made no CUDA context, runs nothing of a
+candidate's until its request, and serves one candidate only.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class SanitizerTarget:
 
     def __init__(self, tool: Tool, env: dict[str, str], scratch: Path) -> None:
         self.tool = tool
+        self.env = env
         self.directory = Path(tempfile.mkdtemp(prefix="sanitize-", dir=scratch))
         self.log = self.directory / "sanitizer.log"
         binary = sanitizer_path()
@@ -176,11 +179,10 @@ def first_error(report: str) -> tuple[str, str | None, int | None] | None:
     return None
 
 
-def start_target(
-    tool: Tool, device: torch.device, env: dict[str, str], scratch: Path
-) -> SanitizerTarget | SanitizerReport:
-    """A target started now (about 4 s of start-up, which the verify trials run beside), or the reason it
-    cannot run here."""
+def start_target(tool: Tool, device: torch.device, env: dict[str, str]) -> SanitizerTarget | SanitizerReport:
+    """A target for this verify (the one started ahead by the judge's last verify, else one started now:
+    about 4 s of start-up, which the trials run beside), or the reason it cannot run here. Starts the next
+    verify's."""
     if device.type != "cuda":
         return SanitizerReport(
             tool=tool, status="unavailable", message="no GPU: compute-sanitizer checks device code"
@@ -189,4 +191,29 @@ def start_target(
         return SanitizerReport(
             tool=tool, status="unavailable", message="compute-sanitizer is not on the PATH"
         )
-    return SanitizerTarget(tool, env, scratch)
+    global _spare
+    spare, _spare = _spare, None
+    if spare is not None and (spare.tool != tool or spare.env != env or spare.process.poll() is not None):
+        spare.close()
+        spare = None
+    target = spare or SanitizerTarget(tool, env, _spare_directory())
+    _spare = SanitizerTarget(tool, env, _spare_directory())  # the next verify's, starting beside this one
+    return target
+
+
+# The target started ahead for this judge's next verify (one per judge server process).
+_spare: SanitizerTarget | None = None
+
+
+def _spare_directory() -> Path:
+    """Where targets live: the judge's own temporary directory (a job's scratch ends with its job, a
+    target started ahead outlives it)."""
+    return Path(tempfile.gettempdir())
+
+
+def close_spare() -> None:
+    """End the target waiting ahead (the judge server is ending)."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is not None:
+        spare.close()

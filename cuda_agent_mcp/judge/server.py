@@ -68,17 +68,23 @@ def main() -> None:
         )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so the finally below cleans up
     workers = _worker_pool(scratch, env)  # its workers' start overlaps this process's torch import
+    clean_ups: list[Callable[[], None]] = []
     try:
         import torch
 
+        from cuda_agent_mcp.judge.first_use import warm_first_uses
         from cuda_agent_mcp.judge.fused_compare import warm_up
         from cuda_agent_mcp.judge.run import run_job
+        from cuda_agent_mcp.judge.sanitize import close_spare
+
+        clean_ups.append(close_spare)  # the sanitizer's target started ahead ends with us
 
         gpu = "cpu"
         if torch.cuda.is_available():
             torch.cuda.init()
             gpu = torch.cuda.get_device_name()
             warm_up(torch.device("cuda"))
+        warm_first_uses()
         ready = ServerReady(
             gpu=gpu, torch=torch.__version__, startup_s=round(time.perf_counter() - started, 3)
         )
@@ -88,6 +94,7 @@ def main() -> None:
                 job = EvalJob.model_validate_json(read_frame_body(0))
             except EOFError:
                 return
+            job_started = time.perf_counter()
             report = _run_one(run_job, job, scratch, env, workers)
             if torch.cuda.is_available():
                 torch.cuda.ipc_collect()  # blocks whose IPC references workers dropped, before emptying
@@ -98,9 +105,13 @@ def main() -> None:
                     gc.collect()
                     torch.cuda.empty_cache()
                 report = report.model_copy(update={"held_gpu_bytes": _held()})
-            write_frame(reply_fd, report)
+            # The whole job in this process, its clean-up included: what the named phases leave out.
+            in_judge = {**report.phases_s, "in_judge": round(time.perf_counter() - job_started, 4)}
+            write_frame(reply_fd, report.model_copy(update={"phases_s": in_judge}))
     finally:
         workers.close()
+        for clean_up in clean_ups:
+            clean_up()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

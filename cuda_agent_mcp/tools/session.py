@@ -21,7 +21,7 @@ from cuda_agent_mcp.build import (
 )
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.evaluation.job import WORKERS_ENV, WorkerBackend
-from cuda_agent_mcp.evaluation.judge_service import JudgePool, shared_judge_pool
+from cuda_agent_mcp.evaluation.judge_client import Judges, judges_for
 from cuda_agent_mcp.executors import (
     DockerExecutor,
     Executor,
@@ -52,8 +52,9 @@ class Session:
     build_limits: BuildLimits = field(default_factory=BuildLimits)
     # One scheduler per process, shared by all its sessions; None (a CLI run) means no leasing.
     scheduler: GpuScheduler | None = None
-    # Warm judge servers; by default one pool per process, shared by all its sessions.
-    judges: JudgePool = field(default_factory=lambda: shared_judge_pool(default_cache_dir() / "logs"))
+    # Warm judge servers: the user's judge service where one runs (or the CLI starts one), else one pool
+    # per process, shared by all its sessions (evaluation/judge_client.py).
+    judges: Judges = field(default_factory=lambda: judges_for(default_cache_dir()))
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     # Every evaluation result, written before it is returned (default: journal.sqlite in the cache dir).
     journal: Journal = None  # type: ignore[assignment]  # None: opened in __post_init__

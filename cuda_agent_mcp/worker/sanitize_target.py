@@ -1,8 +1,9 @@
 """The candidate under compute-sanitizer: `compute-sanitizer --tool T python -m
 cuda_agent_mcp.worker.sanitize_target`, started ahead by the judge (judge/sanitize.py).
 
-Untrusted side. It pays the interpreter start, the torch import and the CUDA context while it waits, then
-reads one request line on stdin: the candidate's directory and a file of plain tensors the judge wrote
+Untrusted side. It pays the interpreter start and the torch import while it waits (the judge keeps one
+started ahead, judge/sanitize.py), then reads one request line on stdin: the candidate's directory and a
+file of plain tensors the judge wrote
 (the weights, the constructor's arguments, one call's inputs at the smallest size the task allows). It
 enters the worker's Landlock view, builds ModelNew, copies the inputs into memory it allocates itself
 (the sanitizer checks accesses against this process's own allocations), calls forward once and
@@ -25,9 +26,13 @@ def main() -> None:
     from cuda_agent_mcp.worker.__main__ import limit_resources
 
     limit_resources()
+    line = sys.stdin.readline()
+    if not line:  # the judge ended before it needed us
+        os._exit(0)
+    request = json.loads(line)
+    # A context only now: a target waiting ahead holds none, so NVML shows nothing on the GPU for it.
     torch.cuda.init()
     torch.empty(1, device="cuda")  # the context exists before the view (cuInit fails inside it)
-    request = json.loads(sys.stdin.readline())
     directory, payload = Path(request["directory"]), Path(request["payload"])
     # Abstract sockets stay open to the sanitizer's front end, which is outside this domain and talks to
     # its injected part in here; signals to it (and to the judge) stay scoped.
