@@ -14,7 +14,7 @@ from cuda_agent_mcp.evaluation.judge_client import query_status, stop_service
 from cuda_agent_mcp.evaluation.service_wire import ServiceStatus, code_fingerprint, service_mode, socket_path
 
 judges_app = typer.Typer(
-    help="The judge service: warm judges that the next command, the MCP server and RL environments reuse.",
+    help="The judge service: warm judges every command reuses.",
     no_args_is_help=True,
     rich_markup_mode=help_markup(),
 )
