@@ -2,6 +2,9 @@
 
     python benchmarks/eval_speed.py --out results.json [--edits 5] [--repeats 10]
 
+Judges of the process's own (as the MCP server and RL environments hold them); the CLI's path through the
+judge service is `benchmarks/cli_eval_speed.py`.
+
 The task (x: 4096 x 393216 fp32, 6.4 GB) is `benchmarks/kernelbench_level1_19_ReLU.py`, a copy of the
 KernelBench problem (MIT licence); the kernel is the ReLU example's float4 kernel. Baselines are measured
 once, then read from the cache, as in an agent's loop. Measurement quality: the same kernel profiled in
@@ -119,12 +122,20 @@ async def run(edits: int, repeats: int) -> dict[str, object]:
         "repeat_speedups_vs_eager": [round(s, 4) for s in speedups],
         "repeat_max_deviation_from_median": round(max(abs(s / median - 1) for s in speedups), 4),
         "repeat_candidate_cv": [round(c, 4) for c in cvs],
+        # Issue 25's targets: round trip <= 1.5 s (build <= 0.7 s, verify <= 0.5 s, profile with cached
+        # baselines <= 0.5 s), and the first cached profile at most 10 % above the next ones (no judge
+        # restart in steady state).
         "targets": {
-            "verify_s": 2.0,
-            "profile_cached_s": 3.0,
-            "round_trip_median_s": 5.0,
+            "round_trip_median_s": 1.5,
+            "round_trip_build_s": 0.7,
+            "round_trip_verify_s": 0.5,
+            "round_trip_profile_s": 0.5,
+            "first_cached_profile_over_next": 1.1,
             "repeat_deviation": 0.02,
         },
+        "first_cached_profile_over_next": round(cached_profile_s / statistics.median(repeat_s), 3)
+        if repeat_s
+        else None,
         "reference_cuda_agent_workspace_s": {"build": 26, "verify": 80, "profile": 40, "round_trip": 146},
         "judge_servers": {"started": session.judges.started, "retired": session.judges.retired},
     }
@@ -136,6 +147,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    os.environ.setdefault("CUDA_AGENT_JUDGE_SERVICE", "off")  # this process's own judges, as documented
     result = anyio.run(run, args.edits, args.repeats)
     text = json.dumps(result, indent=2)
     if args.out:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -33,6 +34,42 @@ def example_solution(name: str) -> Solution:
     return Solution(task=f"examples/{name}", files=files)
 
 
+class GpuBusy:
+    """NVML's utilization of GPU 0 (the share of each sample period with a kernel running), sampled every
+    100 ms while the timed pass runs; None where NVML cannot be read."""
+
+    def __init__(self) -> None:
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self._nvml = pynvml
+        except Exception:
+            self._nvml = None
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.1):
+            self.samples.append(int(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu))
+
+    def __enter__(self) -> GpuBusy:
+        if self._nvml is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    @property
+    def fraction(self) -> float | None:
+        return round(sum(self.samples) / (100 * len(self.samples)), 3) if self.samples else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--solutions", type=int, default=24)
@@ -43,9 +80,10 @@ def main() -> None:
     warm = [example_solution(name) for name in EXAMPLES]
     anyio.run(lambda: score_batch(warm, settings=settings))
     batch = [example_solution(EXAMPLES[i % len(EXAMPLES)]) for i in range(args.solutions)]
-    started = time.perf_counter()
-    scores = anyio.run(lambda: score_batch(batch, settings=settings, concurrency=args.concurrency))
-    elapsed = time.perf_counter() - started
+    with GpuBusy() as busy:
+        started = time.perf_counter()
+        scores = anyio.run(lambda: score_batch(batch, settings=settings, concurrency=args.concurrency))
+        elapsed = time.perf_counter() - started
     result = {
         "benchmark": "score_throughput",
         "commit": os.environ.get("BENCH_COMMIT", "unknown"),
@@ -56,7 +94,9 @@ def main() -> None:
         "evaluations_per_s": round(len(batch) / elapsed, 3),
         "statuses": {s: sum(1 for x in scores if x.status == s) for s in {x.status for x in scores}},
         "rewards": [x.reward for x in scores],
-        "target_per_s": 1.0,
+        "gpu_busy_fraction_nvml": busy.fraction,
+        "messages": sorted({x.message[:300] for x in scores if x.message})[:8],
+        "targets": {"evaluations_per_s": 3.0, "gpu_busy_fraction": 0.7},
     }
     text = json.dumps(result, indent=2)
     if args.out:
