@@ -18,6 +18,7 @@ KERNELBENCH = REPO.parent / "shared" / "benchmarks" / "kernelbench"
 # What the package reads to find its state (build/flags.py: default_cache_dir): the build cache, the
 # journal, judge logs, baselines and session workspaces all live under it.
 STATE_VARIABLES = {"CUDA_AGENT_CACHE": "cuda-agent-cache", "XDG_CACHE_HOME": "xdg-cache"}
+SERVICE_VARIABLE = "CUDA_AGENT_JUDGE_SERVICE"
 _saved_state: dict[str, str | None] = {}
 _state_dir: list[Path] = []
 
@@ -30,6 +31,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, sub in STATE_VARIABLES.items():
         _saved_state[name] = os.environ.get(name)
         os.environ[name] = str(root / sub)
+    # No judge service outlives the run: judges are each test process's own, unless a test asks for the
+    # service (tests/evaluator/test_judge_daemon_cpu.py) and stops it.
+    _saved_state[SERVICE_VARIABLE] = os.environ.get(SERVICE_VARIABLE)
+    os.environ[SERVICE_VARIABLE] = "off"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

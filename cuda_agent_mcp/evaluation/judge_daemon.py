@@ -199,7 +199,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m cuda_agent_mcp.evaluation.judge_daemon")
     parser.add_argument("--socket", type=Path, required=True)
     parser.add_argument("--log-dir", type=Path, required=True)
-    parser.add_argument("--idle-s", type=float, default=900.0)
+    parser.add_argument("--idle-s", type=float, default=600.0)
     args = parser.parse_args()
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s judge service: %(message)s", stream=sys.stderr

@@ -29,7 +29,7 @@ from cuda_agent_mcp.evaluation.job import EvalJob, JudgeReport
 
 SERVICE_ENV = "CUDA_AGENT_JUDGE_SERVICE"  # off | auto (default) | on
 IDLE_ENV = "CUDA_AGENT_JUDGE_SERVICE_IDLE_S"
-DEFAULT_IDLE_S = 900.0
+DEFAULT_IDLE_S = 600.0
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 
