@@ -217,6 +217,9 @@ class ContainerWorkerPool:
             f"{self.settings.pids_limit}, memory limit, cap_drop ALL, no-new-privileges"
         )
 
+    def ready(self) -> None:
+        """Nothing to wait for here: the container started ahead is waited for by the first `take`."""
+
     def take(self) -> ContainerWorker:
         """A warm worker (waiting for the one started ahead, if it is still starting). One that died while
         it waited is replaced: its death must not be blamed on the candidate that would have come next."""

@@ -85,6 +85,7 @@ def main() -> None:
             gpu = torch.cuda.get_device_name()
             warm_up(torch.device("cuda"))
         warm_first_uses()
+        workers.ready()  # the fork server's preload too: a judge started ahead then covers all of it
         ready = ServerReady(
             gpu=gpu, torch=torch.__version__, startup_s=round(time.perf_counter() - started, 3)
         )

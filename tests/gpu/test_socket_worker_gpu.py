@@ -92,6 +92,9 @@ class ProcessSocketPool:
         self.taken += 1
         return worker
 
+    def ready(self) -> None:
+        """Each worker is started when taken."""
+
     def close(self) -> None:
         self.shm.close()
 
