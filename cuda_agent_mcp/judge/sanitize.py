@@ -197,7 +197,10 @@ def start_target(tool: Tool, device: torch.device, env: dict[str, str]) -> Sanit
         spare.close()
         spare = None
     target = spare or SanitizerTarget(tool, env, _spare_directory())
-    _spare = SanitizerTarget(tool, env, _spare_directory())  # the next verify's, starting beside this one
+    try:  # the next verify's, starting beside this one
+        _spare = SanitizerTarget(tool, env, _spare_directory())
+    except Exception:  # the next verify starts its own and meets the failure there, as its own
+        _spare = None
     return target
 
 
