@@ -76,6 +76,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    os.environ.setdefault("CUDA_AGENT_JUDGE_SERVICE", "off")  # the environment's own judges, as a trainer's
     settings = EnvironmentSettings(device="cuda", baselines="cached")
     warm = [example_solution(name) for name in EXAMPLES]
     anyio.run(lambda: score_batch(warm, settings=settings))
