@@ -55,8 +55,15 @@ _start_wanted = False
 class Judges(Protocol):
     """What the tool layer asks of its judges (an in-process `JudgePool` or the service)."""
 
-    started: int
-    retired: int
+    @property
+    def started(self) -> int:
+        """Judge servers started so far (for benchmarks)."""
+        ...
+
+    @property
+    def retired(self) -> int:
+        """Judge servers closed for holding GPU memory or a harness failure."""
+        ...
 
     async def run(
         self, job: EvalJob, env: Mapping[str, str], timeout_s: float
