@@ -40,6 +40,7 @@ from cuda_agent_mcp.evaluation.service_wire import (
     StopService,
     code_fingerprint,
     idle_timeout_s,
+    read_token,
     service_mode,
     socket_path,
 )
@@ -156,12 +157,18 @@ class ServiceJudges:
     async def run(self, job: EvalJob, env: Mapping[str, str], timeout_s: float) -> tuple[JudgeReport, float]:
         """The job's report and the judge start it waited for. Cancelling closes the connection, and the
         service kills the judge doing the job."""
+        try:
+            token = read_token(self.path)
+        except OSError as exc:
+            raise JudgeFailed(
+                f"the judge service ({self.path}) is gone: its token cannot be read ({exc})"
+            ) from None
         connection = _connect(self.path, QUICK_S)
         try:
             return await anyio.to_thread.run_sync(
                 self._run_blocking,
                 connection,
-                RunJob(job=job, env=dict(env), timeout_s=timeout_s),
+                RunJob(job=job, env=dict(env), timeout_s=timeout_s, token=token),
                 abandon_on_cancel=True,
             )
         finally:
@@ -210,8 +217,10 @@ def _connect(path: Path, timeout_s: float) -> socket.socket:
 
 
 def _ask(path: Path, request: StatusQuery | StopService | Prewarm, timeout_s: float) -> object:
+    """One request signed with the service's token (OSError where it cannot be read) and its reply."""
+    signed = request.model_copy(update={"token": read_token(path)})
     with _connect(path, timeout_s) as connection:
-        connection.sendall(encode(request))
+        connection.sendall(encode(signed))
         return REPLY.validate_json(read_frame_body(connection.fileno(), time.monotonic() + timeout_s))
 
 

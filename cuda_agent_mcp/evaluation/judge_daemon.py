@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hmac
 import logging
 import os
 import select
@@ -41,6 +42,9 @@ from cuda_agent_mcp.evaluation.service_wire import (
     StopService,
     code_fingerprint,
     peer_uid,
+    read_token,
+    token_path,
+    write_token,
 )
 from cuda_agent_mcp.wire.protocol import FrameError, read_frame_body, write_frame
 
@@ -61,6 +65,7 @@ class JudgeService:
         self._last_activity = time.monotonic()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self.token = write_token(socket_path)  # before the socket: a client that connects can sign
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         previous = os.umask(0o177)  # the socket is 0600 from its creation on, never briefly wider
         try:
@@ -108,10 +113,13 @@ class JudgeService:
             time.sleep(0.1)
 
     def _unlink_socket(self) -> None:
-        """Remove our socket (not a newer service's that took its name after a stop)."""
+        """Remove our socket and token (not a newer service's that took their names after a stop)."""
         with contextlib.suppress(OSError):
             if os.stat(self.socket_path).st_ino == self._inode:
                 os.unlink(self.socket_path)
+        with contextlib.suppress(OSError):
+            if hmac.compare_digest(read_token(self.socket_path), self.token):
+                token_path(self.socket_path).unlink()
 
     def _handle(self, connection: socket.socket) -> None:
         try:
@@ -123,6 +131,8 @@ class JudgeService:
                     request = REQUEST.validate_json(read_frame_body(fd, time.monotonic() + REQUEST_READ_S))
                 except (EOFError, TimeoutError, FrameError, ValueError):
                     return
+                if not hmac.compare_digest(request.token, self.token):
+                    return  # not a caller of ours (it could not read the token): no answer at all
                 reply: JobDone | JobFailed | ServiceStatus | Acknowledged
                 if isinstance(request, RunJob):
                     reply = self._run(request, connection)

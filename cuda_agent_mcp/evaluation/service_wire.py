@@ -6,6 +6,12 @@ It is reached only through a Unix socket of the calling user's: the socket is mo
 mode 0700 that this user owns (judges run as a shared uid, so permissions on the judges themselves would
 not keep another user out), and the service also checks each connection's peer uid (SO_PEERCRED).
 
+The uid is not enough where candidates run as the user's own uid (a judge that could not start as the
+worker uid forks workers as ours): a candidate could connect and have the service start judges with an
+environment of its choosing, outside its Landlock view. So every request also carries the service's
+token, a random secret in a 0600 file beside the socket, which the service writes as it starts: a
+candidate's Landlock view cannot read that directory, and a request without the token gets no answer.
+
 Frames are the judge protocol's (length-prefixed JSON, `wire/protocol.py`). A job's seeds travel in its
 `EvalJob`, as they do on a judge's stdin: only this user's processes can read either.
 """
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import socket
 import stat
 import struct
@@ -37,23 +44,29 @@ class _Frame(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class RunJob(_Frame):
+class _Request(_Frame):
+    token: str = Field(
+        default="", description="the service's secret (`token_path`), proof of a caller of ours"
+    )
+
+
+class RunJob(_Request):
     op: Literal["run"] = "run"
     job: EvalJob
     env: dict[str, str]
     timeout_s: float
 
 
-class Prewarm(_Frame):
+class Prewarm(_Request):
     op: Literal["prewarm"] = "prewarm"
     env: dict[str, str]
 
 
-class StatusQuery(_Frame):
+class StatusQuery(_Request):
     op: Literal["status"] = "status"
 
 
-class StopService(_Frame):
+class StopService(_Request):
     op: Literal["stop"] = "stop"
 
 
@@ -171,6 +184,28 @@ def code_fingerprint() -> str:
             f"{path.relative_to(PACKAGE_ROOT)}:{with_stat.st_size}:{with_stat.st_mtime_ns}".encode()
         )
     return digest.hexdigest()[:16]
+
+
+def token_path(socket: Path) -> Path:
+    return socket.with_suffix(".token")
+
+
+def write_token(socket: Path) -> str:
+    """A new secret for the service at `socket`, in a file only this uid can read (replacing a dead
+    service's)."""
+    token = secrets.token_hex(32)
+    path = token_path(socket)
+    temporary = path.with_suffix(f".{secrets.token_hex(6)}.tmp")
+    fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(token)
+    temporary.replace(path)
+    return token
+
+
+def read_token(socket: Path) -> str:
+    """The secret of the service at `socket` (OSError where there is none)."""
+    return token_path(socket).read_text().strip()
 
 
 def peer_uid(connection: socket.socket) -> int:

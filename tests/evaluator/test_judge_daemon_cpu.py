@@ -17,6 +17,7 @@ import pytest
 
 from cuda_agent_mcp.errors import JudgeFailed
 from cuda_agent_mcp.evaluation import judge_client, service_wire
+from cuda_agent_mcp.evaluation.job import EvalJob
 from cuda_agent_mcp.evaluation.judge_client import (
     ServiceJudges,
     ensure_service,
@@ -24,7 +25,15 @@ from cuda_agent_mcp.evaluation.judge_client import (
     query_status,
     stop_service,
 )
-from cuda_agent_mcp.evaluation.service_wire import SERVICE_ENV, StatusQuery, socket_path
+from cuda_agent_mcp.evaluation.service_wire import (
+    SERVICE_ENV,
+    RunJob,
+    StatusQuery,
+    StopService,
+    read_token,
+    socket_path,
+    token_path,
+)
 from cuda_agent_mcp.results import Passed
 from cuda_agent_mcp.tools import VerifyRequest, verify_kernels
 from cuda_agent_mcp.wire.protocol import encode, read_frame_body
@@ -183,7 +192,47 @@ def test_a_request_that_is_not_a_frame_gets_no_job_run(service: Path) -> None:
         assert connection.recv(100) == b""  # closed without an answer
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.connect(str(service))
-        connection.sendall(encode(StatusQuery()))
+        connection.sendall(encode(StatusQuery(token=read_token(service))))
         assert b'"status"' in read_frame_body(connection.fileno(), time.monotonic() + 10)
     status = query_status(service)
     assert status is not None and status.jobs_run == 0
+
+
+def test_a_caller_without_the_services_token_gets_no_answer_and_no_judge(
+    service: Path, tmp_path: Path, shared_build_cache: Path
+) -> None:
+    """A candidate of the user's own uid (a judge that could not start as the worker uid) can connect to
+    the socket, but its Landlock view cannot read the token: without it, no request is answered, and
+    no judge is started with an environment of its choosing (PYTHONPATH pointing at its own files)."""
+    token = token_path(service)
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600 and len(read_token(service)) == 64
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    job = RunJob(
+        job=EvalJob(
+            mode="verify",
+            reference_path=str(planted / "model.py"),
+            candidate_dir=str(planted),
+            device="cpu",
+            seeds=[1],
+            init_seed=1,
+            atol=1e-2,
+            rtol=1e-2,
+        ),
+        env={"PYTHONPATH": str(planted)},
+        timeout_s=30.0,
+    )
+    for forged in ("", "0" * 64, read_token(service)[:-1] + "x"):
+        for request in (
+            job.model_copy(update={"token": forged}),
+            StatusQuery(token=forged),
+            StopService(token=forged),
+        ):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+                connection.connect(str(service))
+                connection.sendall(encode(request))
+                connection.settimeout(15)
+                assert connection.recv(100) == b""  # closed without an answer
+    status = query_status(service)
+    assert status is not None and status.jobs_run == 0 and status.judges_started == 0
+    assert not children(status.pid), "a judge was started for a caller without the token"
