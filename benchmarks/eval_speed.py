@@ -36,7 +36,11 @@ EXAMPLE = REPO / "examples" / "relu"
 async def timed(work):
     started = time.perf_counter()
     result = await work
-    return result, time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    # One line per call as it happens: a run cut by its time limit still shows what it measured.
+    phases = getattr(result, "phases_s", None)
+    print(json.dumps({"call_s": round(seconds, 3), "phases_s": phases}), flush=True)
+    return result, seconds
 
 
 async def run(edits: int, repeats: int) -> dict[str, object]:

@@ -15,6 +15,7 @@ client's to kill, with the whole server.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import os
@@ -36,6 +37,7 @@ from cuda_agent_mcp.evaluation.job import (
     ServerReady,
 )
 from cuda_agent_mcp.isolation.identity import usable_compile_caches
+from cuda_agent_mcp.judge.reaping import wait_for_reaping
 from cuda_agent_mcp.judge.worker_client import ForkedWorkerPool, WorkerPool, start_fork_server
 from cuda_agent_mcp.results import Crashed
 from cuda_agent_mcp.wire.protocol import read_frame_body, write_frame
@@ -97,6 +99,7 @@ def main() -> None:
                 return
             job_started = time.perf_counter()
             report = _run_one(run_job, job, scratch, env, workers)
+            cleaned = time.perf_counter()
             if torch.cuda.is_available():
                 torch.cuda.ipc_collect()  # blocks whose IPC references workers dropped, before emptying
                 torch.cuda.empty_cache()  # the next job's inputs may need all of it
@@ -107,10 +110,17 @@ def main() -> None:
                     torch.cuda.empty_cache()
                 report = report.model_copy(update={"held_gpu_bytes": _held()})
             # The whole job in this process, its clean-up included: what the named phases leave out.
-            in_judge = {**report.phases_s, "in_judge": round(time.perf_counter() - job_started, 4)}
+            now = time.perf_counter()
+            in_judge = {
+                **report.phases_s,
+                "memory_cleanup": round(now - cleaned, 4),
+                "in_judge": round(now - job_started, 4),
+            }
             write_frame(reply_fd, report.model_copy(update={"phases_s": in_judge}))
     finally:
         workers.close()
+        with contextlib.suppress(TimeoutError):
+            wait_for_reaping()  # the last job's workers, before their cgroups and directories go
         for clean_up in clean_ups:
             clean_up()
         shutil.rmtree(scratch, ignore_errors=True)

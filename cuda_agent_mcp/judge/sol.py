@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -76,9 +77,11 @@ def gpu_identity(device: torch.device) -> str:
     return f"{name}|driver-cuda {driver}"
 
 
-def peaks_for(device: torch.device, cache: Path | None) -> dict[str, Any] | None:
+def peaks_for(
+    device: torch.device, cache: Path | None, *, before_measuring: Callable[[], None] | None = None
+) -> dict[str, Any] | None:
     """The GPU's measured peaks: shipped figures for its name, else a cached measurement, else measured now
-    (about two seconds) and cached."""
+    (about two seconds; `before_measuring` first) and cached."""
     if device.type != "cuda":
         return None
     name = torch.cuda.get_device_name(device)
@@ -89,6 +92,8 @@ def peaks_for(device: torch.device, cache: Path | None) -> dict[str, Any] | None
     cached = _read(cache) if cache is not None else {}
     if identity in cached:
         return cached[identity]
+    if before_measuring is not None:
+        before_measuring()
     measured = measure_peaks(device)
     if cache is not None:
         cached[identity] = measured
