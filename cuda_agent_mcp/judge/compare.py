@@ -25,6 +25,16 @@ class Problem:
     mismatch: Mismatch | None = None
 
 
+@dataclass(frozen=True)
+class Errors:
+    """How far one output is from its reference: max absolute and relative error, and the relative error
+    norm ||out - ref|| / ||ref||, over finite positions."""
+
+    max_abs: float
+    max_rel: float
+    norm: float
+
+
 @dataclass
 class _Tally:
     """Error statistics accumulated over chunks."""
@@ -49,8 +59,10 @@ def check_outputs(
     *,
     atol: float,
     rtol: float,
+    measured: list[Errors] | None = None,
 ) -> Problem | None:
-    """None when the outputs match; otherwise the first problem found."""
+    """None when the outputs match; otherwise the first problem found. `measured` receives each matching
+    output's `Errors` from the same pass over memory (so no caller needs a second one)."""
     if actual_structure != expected_structure or len(actual) != len(expected):
         return Problem(
             "structure",
@@ -69,8 +81,10 @@ def check_outputs(
                 "device", f"output {index} is on {out.device.type}, the reference on {ref.device.type}"
             )
         problem = _compare_values(index, out, ref, atol=atol, rtol=rtol)
-        if problem is not None:
+        if isinstance(problem, Problem):
             return problem
+        if measured is not None:
+            measured.append(problem)
     return None
 
 
@@ -117,12 +131,14 @@ def _relative_norm(diff_sq: float, ref_sq: float) -> float:
 
 def _compare_values(
     index: int, out: torch.Tensor, ref: torch.Tensor, *, atol: float, rtol: float
-) -> Problem | None:
+) -> Problem | Errors:
+    """The problem, or (the values match) how far off they are."""
     if fused_available(out, ref):
         quick = fused_summary(out, ref, atol=atol, rtol=rtol)
         clean = not quick.bad and not quick.nonfinite_mismatches
-        if clean and _relative_norm(quick.diff_sq, quick.ref_sq) <= max(rtol, atol):
-            return None
+        norm = _relative_norm(quick.diff_sq, quick.ref_sq)
+        if clean and norm <= max(rtol, atol):
+            return Errors(quick.max_abs, quick.max_rel, norm)
     # A mismatch (or no fused path): the chunked pass below also finds the evidence.
     stats = tally(out, ref, atol=atol, rtol=rtol)
     if stats.nonfinite_mismatch is not None:
@@ -143,7 +159,7 @@ def _compare_values(
             f"output {index}: relative error norm {norm_error:.3g} exceeds {max(rtol, atol):g}",
             _mismatch(index, out, ref, stats, stats.worst, norm_error),
         )
-    return None
+    return Errors(stats.max_abs, stats.max_rel, norm_error)
 
 
 def _mismatch(
@@ -163,16 +179,16 @@ def _mismatch(
     )
 
 
-def errors(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, float]:
-    """Max absolute error, max relative error and the relative error norm ||out - ref|| / ||ref||, over
-    finite positions (for the Passed record and the precision check)."""
+def errors(out: torch.Tensor, ref: torch.Tensor) -> Errors:
+    """`Errors` of `out` against `ref` on their own (a comparison that passed measured them already:
+    `check_outputs`' `measured`)."""
     if out.dtype != ref.dtype or out.shape != ref.shape:
-        return float("inf"), float("inf"), float("inf")
+        return Errors(float("inf"), float("inf"), float("inf"))
     if fused_available(out, ref):
         quick = fused_summary(out, ref, atol=float("inf"), rtol=0.0)
-        return quick.max_abs, quick.max_rel, _relative_norm(quick.diff_sq, quick.ref_sq)
+        return Errors(quick.max_abs, quick.max_rel, _relative_norm(quick.diff_sq, quick.ref_sq))
     stats = tally(out, ref, atol=float("inf"), rtol=0.0)
-    return stats.max_abs, stats.max_rel, _relative_norm(stats.diff_sq, stats.ref_sq)
+    return Errors(stats.max_abs, stats.max_rel, _relative_norm(stats.diff_sq, stats.ref_sq))
 
 
 def unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:

@@ -23,7 +23,7 @@ import secrets
 import statistics
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
@@ -33,7 +33,7 @@ import torch
 
 from cuda_agent_mcp.evaluation.job import EvalJob
 from cuda_agent_mcp.evaluation.ops import forbidden_ops
-from cuda_agent_mcp.judge.compare import Problem, check_outputs, errors, unchanged
+from cuda_agent_mcp.judge.compare import Errors, Problem, check_outputs, errors, unchanged
 from cuda_agent_mcp.judge.gpu_guard import GpuBusy, GpuGuard, listing
 from cuda_agent_mcp.judge.gpu_memory import MemoryAtFailure, memory_at_failure, nvml_module
 from cuda_agent_mcp.judge.kernels import breakdown
@@ -156,6 +156,9 @@ class BatchRun:
     judge_ms: float
     ping_ms: float
     staged: list[Staged]
+    # Per set, each output's distance from the reference, measured by `check_batch`'s comparison (None
+    # until checked, and for a set judged against the float64 truth instead).
+    errors: list[list[Errors] | None] = field(default_factory=list)
 
 
 class Judge:
@@ -647,8 +650,10 @@ class Judge:
         self, run: BatchRun, sets: list[InputSet], phase: Literal["verify", "timed"], trial: int
     ) -> None:
         """Every output of every call: the contract, values, precision; inputs untouched."""
+        run.errors = [None] * len(sets)
         for index, (actual, expected, staged) in enumerate(zip(run.outputs, sets, run.staged, strict=True)):
             result = run.reply.sets[index]
+            measured: list[Errors] = []
             with self.clock.phase("compare"):
                 problem = check_outputs(
                     actual,
@@ -657,16 +662,19 @@ class Judge:
                     expected.structure,
                     atol=self.job.atol,
                     rtol=self.job.rtol,
+                    measured=measured,
                 )
-            reference = expected.expected
+            known: list[Errors] | None = measured
+            truth = None
             if problem is not None and problem.check is None:
                 # Values only: a kernel closer to the truth than the reference itself may be right.
                 truth = self._float64_truth(actual, result.structure, expected)
                 if truth is not None:
-                    problem, reference = None, truth
+                    problem, known = None, None
                     self.judged_against = "float64"
             if problem is not None:
                 raise VerdictReached(_verdict_for(problem, phase, trial, expected.distribution))
+            run.errors[index] = known
             with self.clock.phase("compare"):
                 try:
                     left = staged.as_left()
@@ -689,7 +697,10 @@ class Judge:
                         message=f"input {mutated[0]} was modified by forward()",
                     )
                 )
-            self._check_precision(actual, reference, trial)
+            if truth is not None:
+                self._check_precision(actual, truth, trial)
+            elif known is not None:
+                self._check_precision_of(known, expected.expected, trial)
 
     def _float64_truth(
         self, actual: list[torch.Tensor], structure: str, expected: InputSet
@@ -722,11 +733,13 @@ class Judge:
             ):
                 return None
             truth = [t.to(e.dtype) for t, e in zip(truth64, expected.expected, strict=True)]
-            tolerance = {"atol": self.job.atol, "rtol": self.job.rtol}
+            atol, rtol = self.job.atol, self.job.rtol
             reference_off = check_outputs(
-                expected.expected, expected.structure, truth, expected.structure, **tolerance
+                expected.expected, expected.structure, truth, expected.structure, atol=atol, rtol=rtol
             )
-            candidate_on = check_outputs(actual, structure, truth, expected.structure, **tolerance) is None
+            candidate_on = (
+                check_outputs(actual, structure, truth, expected.structure, atol=atol, rtol=rtol) is None
+            )
         return truth if reference_off is not None and candidate_on else None
 
     @cached_property
@@ -738,13 +751,19 @@ class Judge:
             return None
 
     def _check_precision(self, actual: list[torch.Tensor], reference: list[torch.Tensor], trial: int) -> None:
+        if self.job.max_error_norm is not None:
+            measured = [errors(out, ref) for out, ref in zip(actual, reference, strict=True)]
+            self._check_precision_of(measured, reference, trial)
+
+    def _check_precision_of(self, measured: list[Errors], reference: list[torch.Tensor], trial: int) -> None:
+        """A full-precision output whose error norm only lower-precision arithmetic explains rejects."""
         limit = self.job.max_error_norm
         if limit is None:
             return
-        for index, (out, ref) in enumerate(zip(actual, reference, strict=True)):
+        for index, (found, ref) in enumerate(zip(measured, reference, strict=True)):
             if ref.dtype not in _FULL_PRECISION:
                 continue
-            norm_error = errors(out, ref)[2]
+            norm_error = found.norm
             if norm_error > limit:
                 raise VerdictReached(
                     Rejected(
@@ -798,6 +817,7 @@ class Judge:
             sets = self.input_sets(seed, distribution, 1 if trial == 0 else self.batch_size)
             self.distributions_used.append(sets[0].distribution)
             first: list[list[torch.Tensor]] = []
+            first_errors: list[list[Errors] | None] = []
             for attempt, poison in enumerate(POISON_VALUES):
                 run = self.run_batch(worker, sets, timeout_s=self._batch_timeout(len(sets)), poison=poison)
                 self.check_batch(run, sets, "verify", trial)
@@ -805,27 +825,31 @@ class Judge:
                     # The same warm-up of the batch size as a profile's first three batches.
                     self.plan_batch(run, sets)
                 if attempt == 0:
-                    first = run.outputs
+                    first, first_errors = run.outputs, run.errors
                     continue
                 for previous, now, expected in zip(first, run.outputs, sets, strict=True):
-                    if check_outputs(
-                        now,
-                        expected.structure,
-                        previous,
-                        expected.structure,
-                        atol=self.job.atol,
-                        rtol=self.job.rtol,
-                    ):
+                    with self.clock.phase("compare"):
+                        disagree = check_outputs(
+                            now,
+                            expected.structure,
+                            previous,
+                            expected.structure,
+                            atol=self.job.atol,
+                            rtol=self.job.rtol,
+                        )
+                    if disagree:
                         return ContractViolation(
                             check="nondeterministic",
                             trial=trial,
                             message="two calls on the same inputs, with freed memory filled differently, disagree: "
                             "the output depends on memory it did not write",
                         )
-            for actual, expected in zip(first, sets, strict=True):
-                for out, ref in zip(actual, expected.expected, strict=True):
-                    abs_error, rel_error, _ = errors(out, ref)
-                    worst_abs, worst_rel = max(worst_abs, abs_error), max(worst_rel, rel_error)
+            for actual, expected, known in zip(first, sets, first_errors, strict=True):
+                # What the first run's comparison measured; against the reference itself where the set was
+                # judged against the float64 truth.
+                measured = known or [errors(o, r) for o, r in zip(actual, expected.expected, strict=True)]
+                for found in measured:
+                    worst_abs, worst_rel = max(worst_abs, found.max_abs), max(worst_rel, found.max_rel)
         if self.job.op_audit and (rejected := self.audit_ops(worker)) is not None:
             return rejected
         if target is not None:
