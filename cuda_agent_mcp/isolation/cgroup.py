@@ -315,15 +315,6 @@ class PidsCgroup:
                         os.kill(pid, signal.SIGKILL)
             time.sleep(0.002)
 
-    def kill_once(self) -> None:
-        """Send every member the kill without waiting for them to die (`kill_all` waits)."""
-        try:
-            (self.path / "cgroup.kill").write_text("1")
-        except OSError:
-            for pid in self.pids():
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-
     def remove(self) -> None:
         """Kill what is left and delete the cgroup (a zombie not yet reaped can delay it briefly)."""
         self.kill_all()

@@ -41,7 +41,7 @@ def measure_baselines(judge: Judge) -> tuple[TimingStats | None, TimingStats | N
             timeout = job.timeouts.compile_load_s if compile_model else job.timeouts.call_s
             results.append(judge.time_worker(worker, timeout, trusted=True)[0])
         finally:
-            worker.close(reap_later=True)  # the next start overlaps its teardown; timing waits for it
+            worker.close()
     eager, compiled = results
     if cache is not None:
         data = _read_cache(cache)

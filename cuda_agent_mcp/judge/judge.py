@@ -39,7 +39,6 @@ from cuda_agent_mcp.judge.gpu_memory import MemoryAtFailure, memory_at_failure, 
 from cuda_agent_mcp.judge.kernels import breakdown
 from cuda_agent_mcp.judge.memory_watch import CandidateMemory, watch_for_device
 from cuda_agent_mcp.judge.phases import PhaseClock
-from cuda_agent_mcp.judge.reaping import wait_for_reaping
 from cuda_agent_mcp.judge.sanitize import SanitizerTarget, start_target
 from cuda_agent_mcp.judge.sizes import (
     SizePlan,
@@ -916,7 +915,6 @@ class Judge:
         The candidate can see the profiler, so what the trace shows can only count against it: kernels
         that are not the workspace's, or more kernel time per call than its timed calls took (it runs
         something else while it is not observed)."""
-        self.settle()  # its busy time is held against the timed median
         sets = self.input_sets(secrets.randbits(62), "task", self.batch_size)
         run = self.run_batch(worker, sets, timeout_s=timeout_s, observe="kernels")
         self.check_batch(run, sets, "timed", 0)
@@ -949,7 +947,6 @@ class Judge:
         `start_null_worker`), of the same size, output shapes and device time, and the judge's clock is
         judged against that null (judge/timing.py: `hidden_work`). On the CPU there are no events, so no
         clocks to cross-check and no null (the reward is capped at correctness there anyway)."""
-        self.settle()
         guard = self.gpu_guard if self.gpu_guard is not None and self.gpu_guard.active else None
         try:
             if guard is not None:
@@ -964,16 +961,6 @@ class Judge:
         except GpuBusy as busy:  # the machine's, never the candidate's: retried on a fresh judge
             raise HarnessFault(str(busy)) from None
         return timed
-
-    def settle(self) -> None:
-        """Wait until the workers closed for reaping later (this job's or the last one's) are gone: nothing
-        is torn down on the GPU while anything is measured. One still dying after the limit is the
-        machine's fault (the job is retried on a fresh judge)."""
-        with self.clock.phase("reap_wait"):
-            try:
-                wait_for_reaping()
-            except TimeoutError as exc:
-                raise HarnessFault(str(exc)) from None
 
     @cached_property
     def gpu_guard(self) -> GpuGuard | None:

@@ -67,6 +67,9 @@ def run_job(
             )
         null = judge.start_null_worker()
         stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s, null=null)
+        if null is not None:
+            null.close()
+            null = None
         kernels: KernelBreakdown | None = None
         missing = [NO_TRACE_ON_CPU] if judge.device.type != "cuda" else []
         # Traced even when the workspace compiled no kernel: then any kernel time is someone else's
@@ -76,11 +79,8 @@ def run_job(
                 kernels, missing = judge.trace_kernels(worker, job.timeouts.call_s, stats.median_ms)
             if (reason := foreign_work(kernels)) is not None:
                 raise VerdictReached(Rejected(reason="foreign_kernels", message=reason))
-        # Killed now, reaped while the report is written (their CUDA contexts take a while to go).
-        for started in (worker, null):
-            if started is not None:
-                started.close(reap_later=True)
-        worker = null = None
+        worker.close()
+        worker = None
         floor = physical_floor_ms(gpu, out_bytes)
         if floor is not None and stats.median_ms < 0.5 * floor:
             raise VerdictReached(
@@ -97,7 +97,7 @@ def run_job(
             )
             sol = speed_of_light(
                 reference_work(judge.reference, judge.init_args),
-                peaks_for(judge.device, cache, before_measuring=judge.settle),
+                peaks_for(judge.device, cache),
                 stats.median_ms,
                 best,
             )
@@ -134,7 +134,7 @@ def run_job(
     finally:
         for started in (worker, null):
             if started is not None:
-                started.close(reap_later=True)
+                started.close()
         judge.close()
         remove_shm_files(tag)
 

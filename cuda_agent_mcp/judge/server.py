@@ -15,7 +15,6 @@ client's to kill, with the whole server.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import gc
 import os
@@ -37,7 +36,6 @@ from cuda_agent_mcp.evaluation.job import (
     ServerReady,
 )
 from cuda_agent_mcp.isolation.identity import usable_compile_caches
-from cuda_agent_mcp.judge.reaping import wait_for_reaping
 from cuda_agent_mcp.judge.worker_client import ForkedWorkerPool, WorkerPool, start_fork_server
 from cuda_agent_mcp.results import Crashed
 from cuda_agent_mcp.wire.protocol import read_frame_body, write_frame
@@ -119,8 +117,6 @@ def main() -> None:
             write_frame(reply_fd, report.model_copy(update={"phases_s": in_judge}))
     finally:
         workers.close()
-        with contextlib.suppress(TimeoutError):
-            wait_for_reaping()  # the last job's workers, before their cgroups and directories go
         for clean_up in clean_ups:
             clean_up()
         shutil.rmtree(scratch, ignore_errors=True)

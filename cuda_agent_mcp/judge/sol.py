@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -77,11 +76,9 @@ def gpu_identity(device: torch.device) -> str:
     return f"{name}|driver-cuda {driver}"
 
 
-def peaks_for(
-    device: torch.device, cache: Path | None, *, before_measuring: Callable[[], None] | None = None
-) -> dict[str, Any] | None:
+def peaks_for(device: torch.device, cache: Path | None) -> dict[str, Any] | None:
     """The GPU's measured peaks: shipped figures for its name, else a cached measurement, else measured now
-    (about two seconds; `before_measuring` first) and cached."""
+    (about two seconds) and cached."""
     if device.type != "cuda":
         return None
     name = torch.cuda.get_device_name(device)
@@ -92,8 +89,6 @@ def peaks_for(
     cached = _read(cache) if cache is not None else {}
     if identity in cached:
         return cached[identity]
-    if before_measuring is not None:
-        before_measuring()
     measured = measure_peaks(device)
     if cache is not None:
         cached[identity] = measured

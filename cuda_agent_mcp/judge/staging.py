@@ -26,7 +26,6 @@ from typing import Any
 
 import torch
 
-from cuda_agent_mcp.judge.reaping import reaping_pending
 from cuda_agent_mcp.wire.ipc_memory import CounterSlot
 from cuda_agent_mcp.wire.refs import (
     CudaIpcPayload,
@@ -170,42 +169,26 @@ class InputStage:
 
     def close(self) -> None:
         """Give every pool back for the next evaluation (the worker must have unmapped them first: see
-        ReleaseRequest.inputs), once no killed worker that mapped them is still dying (`_keep`)."""
+        ReleaseRequest.inputs)."""
         self._release_cpu()
-        _keep(list(self._pools.values()))
+        _IDLE.extend(self._pools.values())
         self._pools.clear()
+        _trim_idle()
 
 
 # Pools outlive the evaluation that made them and serve the next ones, up to MAX_IDLE_POOL_BYTES: beyond
 # that the largest are dropped, and their memory goes back to the device when the judge empties its cache
-# after the job. A pool is dropped only once no worker maps it (a pool given back joins the idle ones only
-# once every killed worker is reaped: `_keep`), and only after its torch reference counter was set to 0: a pool shared
+# after the job. A pool is dropped only once no worker maps it (workers are killed and reaped before the
+# judge gives its pools back), and only after its torch reference counter was set to 0: a pool shared
 # once and mapped by N workers holds 1 - N there, and torch frees a dropped shared block only at exactly
 # 0, so every dropped pool stayed allocated until the judge was retired (measured on the H200: 1 GiB
 # pools mapped by 0, 2 or 3 workers stayed allocated, by 1 or with the counter set to 0 were freed, and
 # later workers mapped new pools as before). A pool whose counter cannot be found is kept instead.
 _IDLE: list[_Pool] = []
 MAX_IDLE_POOL_BYTES = 1 << 30
-# Pools given back while a worker that mapped them was still dying (judge/reaping.py): idle only once it is
-# gone, so a kernel a killed candidate left in flight never writes into a later evaluation's inputs.
-_AWAITING_REAP: list[_Pool] = []
-
-
-def _keep(pools: list[_Pool]) -> None:
-    _AWAITING_REAP.extend(pools)
-    _settle_reaped()
-
-
-def _settle_reaped() -> None:
-    """Pools whose workers are all reaped become idle (never waits: until then, new pools are made)."""
-    if _AWAITING_REAP and not reaping_pending():
-        _IDLE.extend(_AWAITING_REAP)
-        _AWAITING_REAP.clear()
-        _trim_idle()
 
 
 def _take_pool(device: torch.device, slot_bytes: int, regions: int) -> _Pool:
-    _settle_reaped()
     fitting = [
         p for p in _IDLE if p.buffer.device == device and p.slot_bytes >= slot_bytes and p.regions >= regions
     ]
@@ -239,9 +222,8 @@ def _counter_of(ref: TensorRef) -> CounterSlot | None:
 
 
 def idle_pool_bytes() -> int:
-    """Device memory the kept pools hold, those awaiting a reaping too (the judge server's retirement rule
-    leaves it out)."""
-    return sum(p.buffer.numel() for p in (*_IDLE, *_AWAITING_REAP))
+    """Device memory the kept pools hold (the judge server's retirement rule leaves it out)."""
+    return sum(p.buffer.numel() for p in _IDLE)
 
 
 def _trim_idle() -> None:
@@ -308,6 +290,7 @@ def private_copies(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tens
 
 
 def give_back(pool: _Pool | None) -> None:
-    """Return a pool for later evaluations (idle once no worker maps it any more: `_keep`)."""
+    """Return a pool for later evaluations (once no worker maps it any more)."""
     if pool is not None:
-        _keep([pool])
+        _IDLE.append(pool)
+        _trim_idle()

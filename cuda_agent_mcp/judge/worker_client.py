@@ -34,7 +34,6 @@ from cuda_agent_mcp.isolation import landlock
 from cuda_agent_mcp.isolation.cgroup import CageUnavailable, PidsCgroup, cage_support
 from cuda_agent_mcp.isolation.identity import COMPILE_CACHE_ENVS, compile_cache_env, identity_env
 from cuda_agent_mcp.isolation.namespaces import available_isolation
-from cuda_agent_mcp.judge.reaping import reap_in_background, wait_for_reaping
 from cuda_agent_mcp.wire import PRELOAD_MODULE, WORKER_MODULE
 from cuda_agent_mcp.wire.protocol import (
     ForkSetup,
@@ -146,26 +145,13 @@ class Worker:
         except OSError:
             return ""
 
-    def close(self, *, reap_later: bool = False) -> None:
+    def close(self) -> None:
         """Kill the worker and remove what it left. A worker still alive is first asked to unmap the
-        judge's buffers (see ReleaseRequest.inputs); one that does not answer at once is killed anyway.
-
-        With `reap_later`, only the kill is sent here (nothing of the candidate's runs once this returns):
-        waiting for the processes to die, which on a GPU is the driver tearing down their CUDA contexts,
-        and removing their files happen on a thread of their own. `wait_for_reaping` waits for all of
-        them; the judge calls it before anything is measured."""
+        judge's buffers (see ReleaseRequest.inputs); one that does not answer at once is killed anyway."""
         if self.alive:
             with contextlib.suppress(WorkerLost, OSError, ValueError):
                 self.request(ReleaseRequest(inputs=True), timeout_s=RELEASE_TIMEOUT_S)
-        if reap_later and self._kill_for_reaping():
-            reap_in_background(self._dispose)
-        else:
-            self._dispose()
-
-    def _kill_for_reaping(self) -> bool:
-        """Send the kill to everything the worker runs without waiting for it; False where this kind of
-        worker cannot be reaped later (then `close` disposes of it at once)."""
-        return False
+        self._dispose()
 
     def stage(self, directory: Path) -> Path:
         """Where the worker finds `directory`'s files to import (a container copies them into its view)."""
@@ -286,8 +272,6 @@ class WorkerProcess(Worker):
         # never signal a pid the kernel has given to someone else since.
         self._reaping = threading.Lock()
         self._reaped = False
-        self._dying = False  # killed by `close(reap_later=True)`, not reaped yet
-        self._shm_at_kill: set[str] | None = None  # /dev/shm's names then: later files are others'
         self._shm_before = shm_snapshot()
         _live_workers.add(self)
         # Everything the worker starts lands in its cgroup, so nothing it starts survives it, setsid and
@@ -338,8 +322,6 @@ class WorkerProcess(Worker):
             return None
 
     def gpu_pids(self) -> set[int]:
-        if self._dying:  # killed, reaped on another thread (which may hold the lock meanwhile)
-            return set()
         with self._reaping:
             if self._reaped:
                 return set()
@@ -347,45 +329,29 @@ class WorkerProcess(Worker):
             return {self.process.pid, *members}
 
     def stop_now(self) -> None:
-        if self._dying:  # every process of it was sent SIGKILL already
-            return
         with self._reaping:
             if not self._reaped:
                 self._signal_tree(worker_too=True)
-
-    def _kill_for_reaping(self) -> bool:
-        with self._reaping:
-            if not self._reaped:
-                self._signal_tree(worker_too=True, wait=False)
-            self._dying = True
-        self._shm_at_kill = shm_snapshot()
-        _live_workers.discard(self)
-        return True
 
     def kill(self) -> None:
         """SIGKILL the whole process group (and, with a cgroup, every process the worker started), then
         reap the worker."""
         with self._reaping:
-            # Once killed for reaping, its pid may be the fork server's to reuse before the wait returns.
-            self._signal_tree(worker_too=not (self._reaped or self._dying))
+            self._signal_tree(worker_too=not self._reaped)
             self.process.wait()
             self._reaped = True
 
-    def _signal_tree(self, *, worker_too: bool, wait: bool = True) -> None:
+    def _signal_tree(self, *, worker_too: bool) -> None:
         """SIGKILL the worker (only while it is unreaped: its pid is its own until then), its process group
-        and its cage, then (`wait`) wait until the cage's members have died. The group and the cage are
-        safe to signal after the reaping too: the kernel reuses no pid still naming a process group, and a
-        cage names only its members."""
+        and its cage. The group and the cage are safe to signal after the reaping too: the kernel reuses no
+        pid still naming a process group, and a cage names only its members."""
         if worker_too:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.process.pid, signal.SIGKILL)  # also before its setsid made the group
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         if self.cage is not None:
-            if wait:
-                self.cage.kill_all()
-            else:
-                self.cage.kill_once()
+            self.cage.kill_all()
 
     @property
     def alive(self) -> bool:
@@ -400,7 +366,7 @@ class WorkerProcess(Worker):
         if self.cage is not None:
             self.cage.remove()
         remove_shm_files(self.tag)
-        remove_worker_shm(self._shm_before, self.process.pid, until=self._shm_at_kill)
+        remove_worker_shm(self._shm_before, self.process.pid)
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
@@ -440,8 +406,6 @@ def _kill_leftover_workers() -> None:
     for worker in list(_live_workers):
         with contextlib.suppress(Exception):
             worker.kill()
-    with contextlib.suppress(TimeoutError):
-        wait_for_reaping()
 
 
 def start_fork_server() -> None:

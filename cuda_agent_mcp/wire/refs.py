@@ -91,18 +91,16 @@ def shm_snapshot() -> set[str]:
         return set()
 
 
-def remove_worker_shm(before: set[str], worker_pid: int | None, *, until: set[str] | None = None) -> None:
+def remove_worker_shm(before: set[str], worker_pid: int | None) -> None:
     """Remove what a finished worker left in /dev/shm (principle 6: nothing a worker writes reaches a
     later worker, a baseline or the judge): torch's reference-count files of its process and every file
     it made that no one else would have made. Where the judge's /dev/shm is private (PRIVATE_SHM_ENV),
     every new file but the judge's own is the worker's. On a shared /dev/shm a file named like another
-    process's torch or judge file is left alone (it may be one); the judge's private mount closes that gap.
-    `until`: the names in /dev/shm when the worker was killed, for a worker reaped later (files made since
-    are another worker's)."""
+    process's torch or judge file is left alone (it may be one); the judge's private mount closes that gap."""
     private = os.environ.get(PRIVATE_SHM_ENV) == "1"
     judge_prefix = f"cuda-agent-{shm_tag()}-"
     own_pid = os.getpid()
-    for name in (shm_snapshot() if until is None else until) - before:
+    for name in shm_snapshot() - before:
         refcount = _TORCH_REFCOUNT.match(name)
         if (
             name in _JUDGE_FILES

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from cuda_agent_mcp.evaluation.job import EvalJob, JudgeReport, Timeouts, TimingPolicy
-from cuda_agent_mcp.judge.reaping import wait_for_reaping
 from cuda_agent_mcp.judge.run import run_job
 from cuda_agent_mcp.judge.worker_client import WorkerPool
 
@@ -90,11 +89,7 @@ def judge(
     }
     spec = EvalJob.model_validate({**fields, **job})
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
-    report = run_job(spec, scratch, env, workers)
-    # The job's workers were killed when it ended and are reaped on threads of this process (as in a
-    # judge server, where the next measurement waits for them): everything below asserts what is left after.
-    wait_for_reaping()
-    return report
+    return run_job(spec, scratch, env, workers)
 
 
 @pytest.fixture
