@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hmac
 import logging
 import os
 import select
@@ -43,6 +42,7 @@ from cuda_agent_mcp.evaluation.service_wire import (
     code_fingerprint,
     peer_uid,
     read_token,
+    same_token,
     token_path,
     write_token,
 )
@@ -118,7 +118,7 @@ class JudgeService:
             if os.stat(self.socket_path).st_ino == self._inode:
                 os.unlink(self.socket_path)
         with contextlib.suppress(OSError):
-            if hmac.compare_digest(read_token(self.socket_path), self.token):
+            if same_token(read_token(self.socket_path), self.token):
                 token_path(self.socket_path).unlink()
 
     def _handle(self, connection: socket.socket) -> None:
@@ -131,7 +131,7 @@ class JudgeService:
                     request = REQUEST.validate_json(read_frame_body(fd, time.monotonic() + REQUEST_READ_S))
                 except (EOFError, TimeoutError, FrameError, ValueError):
                     return
-                if not hmac.compare_digest(request.token, self.token):
+                if not same_token(request.token, self.token):
                     return  # not a caller of ours (it could not read the token): no answer at all
                 reply: JobDone | JobFailed | ServiceStatus | Acknowledged
                 if isinstance(request, RunJob):

@@ -19,6 +19,7 @@ Frames are the judge protocol's (length-prefixed JSON, `wire/protocol.py`). A jo
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import secrets
 import socket
@@ -206,6 +207,12 @@ def write_token(socket: Path) -> str:
 def read_token(socket: Path) -> str:
     """The secret of the service at `socket` (OSError where there is none)."""
     return token_path(socket).read_text().strip()
+
+
+def same_token(offered: str, token: str) -> bool:
+    """Constant-time comparison, of bytes: `hmac.compare_digest` raises on a non-ASCII str, and a forged
+    token may be anything."""
+    return hmac.compare_digest(offered.encode(), token.encode())
 
 
 def peer_uid(connection: socket.socket) -> int:

@@ -222,7 +222,7 @@ def test_a_caller_without_the_services_token_gets_no_answer_and_no_judge(
         env={"PYTHONPATH": str(planted)},
         timeout_s=30.0,
     )
-    for forged in ("", "0" * 64, read_token(service)[:-1] + "x"):
+    for forged in ("", "0" * 64, read_token(service)[:-1] + "x", "é" * 64):
         for request in (
             job.model_copy(update={"token": forged}),
             StatusQuery(token=forged),
@@ -236,3 +236,6 @@ def test_a_caller_without_the_services_token_gets_no_answer_and_no_judge(
     status = query_status(service)
     assert status is not None and status.jobs_run == 0 and status.judges_started == 0
     assert not children(status.pid), "a judge was started for a caller without the token"
+    # Refused, not crashed on: a forged token of any characters is just a wrong one.
+    log = tmp_path / "service-cache" / "logs" / "judge-service.log"
+    assert "Traceback" not in log.read_text()
