@@ -61,12 +61,12 @@ CACHE_SCHEMA = "v2"
 
 
 class BuildProgress(BaseModel):
-    """One step of a build (or of the evaluation around it: `queue` for a GPU, `retry` after a harness
-    failure), for progress displays."""
+    """One step of a build (or of the evaluation around it: `queue` for a GPU, `verify` or `profile` when
+    the judge starts on it, `retry` after a harness failure), for progress displays."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    stage: Literal["queue", "plan", "compile", "link", "done", "retry"]
+    stage: Literal["queue", "plan", "compile", "link", "done", "verify", "profile", "retry"]
     message: str
     done: int = 0
     total: int = 0

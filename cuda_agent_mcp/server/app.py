@@ -20,10 +20,11 @@ from pydantic import AnyHttpUrl
 from cuda_agent_mcp.bench import run_directory, runs_index, summary_of
 from cuda_agent_mcp.build import default_cache_dir
 from cuda_agent_mcp.server.calls import current_client
+from cuda_agent_mcp.server.compact import CompactToolsServer
 from cuda_agent_mcp.server.jobs import JobBoard
 from cuda_agent_mcp.server.logs import LogLevels
 from cuda_agent_mcp.server.registry_tools import register_tools
-from cuda_agent_mcp.server.resources import add_resources
+from cuda_agent_mcp.server.resources import add_resources, with_reasons
 from cuda_agent_mcp.server.sessions import SessionRegistry
 from cuda_agent_mcp.server.tasks import TasksExtension, TaskShapes, TaskStore
 
@@ -68,7 +69,7 @@ def build_server(
                 validate_token_resource=False,
             )
     store = TaskStore(jobs, current_client)
-    server = MCPServer(
+    server = CompactToolsServer(
         "cuda-agent",
         instructions=INSTRUCTIONS,
         token_verifier=tokens,
@@ -81,11 +82,13 @@ def build_server(
         return registry.cache_dir or default_cache_dir()
 
     @server.resource("bench://runs", mime_type="application/json", title="Suite runs")
+    @with_reasons
     def bench_runs_resource() -> str:
         """Suite runs on this machine: run id -> report directory."""
         return json.dumps(runs_index(cache()), indent=1)
 
     @server.resource("bench://{run_id}/summary", mime_type="application/json", title="Suite summary")
+    @with_reasons
     def bench_summary_resource(run_id: str) -> str:
         """One suite run's summary, as JSON."""
         return summary_of(run_directory(cache(), run_id, paths=False)).model_dump_json(indent=1)

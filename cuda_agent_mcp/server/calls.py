@@ -30,8 +30,10 @@ def hints(*, read_only: bool = False, destructive: bool = False, idempotent: boo
     """Tool annotations: nothing of ours reaches outside the server (closed world)."""
     if read_only:
         return ToolAnnotations(read_only_hint=True, open_world_hint=False)  # idempotent by being read-only
+    # Hints left out take the specification's defaults (not read-only, not idempotent): only what
+    # differs is sent, since every host reads the tool list into every conversation.
     return ToolAnnotations(
-        read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=False
+        destructive_hint=destructive, idempotent_hint=idempotent or None, open_world_hint=False
     )
 
 

@@ -25,11 +25,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import BuildProgress
 from cuda_agent_mcp.errors import CudaAgentError, UnknownJob, UsageError
-from cuda_agent_mcp.results import BuildResult, EvalResult, ProfileResult, VerifyResult
+from cuda_agent_mcp.server.views import ResultView
 
 R = TypeVar("R", bound=BaseModel)
 JobKind = Literal["compile", "verify", "profile", "evaluate"]
 Progress = Callable[[BuildProgress], None]
+# The steps of each kind of job, in order: a build, then a judge run per mode (stages `verify`, `profile`).
+STEPS: dict[JobKind, tuple[str, ...]] = {
+    "compile": ("build",),
+    "verify": ("build", "verify"),
+    "profile": ("build", "profile"),
+    "evaluate": ("build", "verify", "profile"),
+}
 
 
 class JobHandle(BaseModel):
@@ -50,8 +57,19 @@ class Outcome(BaseModel, Generic[R]):
     job: JobHandle | None = None
 
 
-class JobState(BaseModel):
-    """Where a job stands; `result` is set once it is done."""
+class JobProgress(BaseModel):
+    """Where a job is: its step (queue, build, verify, profile, retry, done), the share of its steps done
+    (a build counts its compiled units; a judge run counts when it ends), and the last message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    phase: str
+    percent: int
+    message: str = ""
+
+
+class JobStatus(BaseModel):
+    """Where a job stands, without its result (cancel_job; wait_job adds the result)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -60,12 +78,49 @@ class JobState(BaseModel):
     session_id: str
     status: Literal["running", "done", "failed", "cancelled"]
     elapsed_s: float
-    progress: str = Field(default="", description="the last progress message")
-    result: BuildResult | VerifyResult | ProfileResult | EvalResult | None = None
+    progress: JobProgress
     error: str | None = Field(default=None, description="why a failed job failed")
     error_kind: Literal["tool", "internal"] | None = Field(
         default=None, description="tool: the tool refused or failed as it says; internal: a crash of ours"
     )
+
+
+class JobState(JobStatus):
+    """Where a job stands; `result` is set once it is done."""
+
+    result: ResultView | None = None
+
+
+@dataclass
+class _Tracker:
+    """A job's progress from its events: the step it is in and how far the build got."""
+
+    steps: tuple[str, ...]
+    step: int = 0
+    build_share: float = 0.0
+    phase: str = "queue"
+    message: str = ""
+
+    def hear(self, event: BuildProgress) -> None:
+        self.message = f"{event.stage}: {event.message}"
+        if event.stage in ("verify", "profile") and event.stage in self.steps:
+            self.step = max(self.step, self.steps.index(event.stage))
+            self.phase = event.stage
+        elif event.stage in ("plan", "compile", "link", "done") and self.step == 0:
+            self.phase = "build"
+            if event.stage == "done":
+                self.build_share = 1.0
+            elif event.total:
+                self.build_share = max(self.build_share, event.done / event.total)
+        elif event.stage in ("queue", "retry"):
+            self.phase = event.stage
+
+    def progress(self, finished: bool) -> JobProgress:
+        if finished:
+            return JobProgress(phase="done", percent=100, message=self.message)
+        share = self.build_share if self.step == 0 else 0.0
+        percent = int(100 * (self.step + share) / len(self.steps))
+        return JobProgress(phase=self.phase, percent=min(percent, 99), message=self.message)
 
 
 @dataclass
@@ -76,6 +131,7 @@ class _Job:
     client: str
     started: float = field(default_factory=time.monotonic)
     progress: list[str] = field(default_factory=list)
+    tracker: _Tracker = field(default_factory=lambda: _Tracker(("build",)))
     future: concurrent.futures.Future[BaseModel] = field(default_factory=concurrent.futures.Future)
     finished: float | None = None
     # Handed back as a handle: it outlived its call, and counts against the client's limit.
@@ -111,11 +167,15 @@ class JobBoard:
                 f"a client may have at most {self.max_running_per_client} jobs running in the background: "
                 "wait for one (wait_job) or cancel one (cancel_job)"
             )
-        job = _Job(uuid.uuid4().hex[:12], kind, session_id, client)
+        job = _Job(uuid.uuid4().hex[:12], kind, session_id, client, tracker=_Tracker(STEPS[kind]))
+
+        def hear(event: BuildProgress) -> None:
+            job.tracker.hear(event)
+            job.progress.append(f"{event.stage}: {event.message}")
 
         async def run() -> BaseModel:
             try:
-                return await work(lambda event: job.progress.append(f"{event.stage}: {event.message}"))
+                return await work(hear)
             finally:
                 job.finished = time.monotonic()
                 job.ended.set()
@@ -156,18 +216,28 @@ class JobBoard:
             "kind": job.kind,
             "session_id": job.session_id,
             "elapsed_s": round(end - job.started, 3),
-            "progress": job.progress[-1] if job.progress else "",
         }
         if not job.future.done():
-            return JobState(status="running", **common)
+            return JobState(status="running", progress=job.tracker.progress(finished=False), **common)
         if job.future.cancelled():
-            return JobState(status="cancelled", **common)
+            return JobState(status="cancelled", progress=job.tracker.progress(finished=False), **common)
         error = job.future.exception()
         if error is not None:
             kind: Literal["tool", "internal"] = "tool" if isinstance(error, CudaAgentError) else "internal"
-            return JobState(status="failed", error=readable_error(error), error_kind=kind, **common)
-        # The board runs the long tools only, whose results are JobState.result's union.
-        return JobState(status="done", result=job.future.result(), **common)  # type: ignore[arg-type]
+            return JobState(
+                status="failed",
+                progress=job.tracker.progress(finished=False),
+                error=readable_error(error),
+                error_kind=kind,
+                **common,
+            )
+        # The board runs the long tools only, whose views are JobState.result's union.
+        return JobState(
+            status="done",
+            progress=job.tracker.progress(finished=True),
+            result=job.future.result(),  # type: ignore[arg-type]
+            **common,
+        )
 
     def detach(self, job_id: str, client: str) -> None:
         """The job's call answered with its handle: from now on it runs in the background."""

@@ -18,17 +18,33 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
+from cuda_agent_mcp.results import BuildResult, EvalResult, ProfileResult, VerifyResult
 from cuda_agent_mcp.server.calls import SessionId, current_client, hints, readable_errors, run_as_job
-from cuda_agent_mcp.server.jobs import JobBoard, JobKind, Outcome
+from cuda_agent_mcp.server.jobs import JobBoard, JobKind, Outcome, Progress
 from cuda_agent_mcp.server.logs import send_log
 from cuda_agent_mcp.server.server_tools import SERVER_TOOLS, ServerCall
 from cuda_agent_mcp.server.sessions import SessionRegistry
+from cuda_agent_mcp.server.views import (
+    CompileView,
+    EvaluateView,
+    ProfileView,
+    ResultView,
+    VerifyView,
+    view_of,
+)
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import TOOLS, Session, Tool, ToolRegistry
 from cuda_agent_mcp.tools.registry import as_function
 from cuda_agent_mcp.tools.run import RunResult
 
 MCP_TOOLS: ToolRegistry = TOOLS.with_tools(*SERVER_TOOLS)
+# What the long tools answer with on MCP: compact views of their results (server/views.py).
+VIEWS: dict[type[BaseModel], type[BaseModel]] = {
+    BuildResult: CompileView,
+    VerifyResult: VerifyView,
+    ProfileResult: ProfileView,
+    EvalResult: EvaluateView,
+}
 # What the MCP description adds to a tool's own (where the server answers differently from a policy).
 _MCP_NOTES = {"run": " A quota or limit reached is an error naming it, with the command's last output."}
 
@@ -70,13 +86,14 @@ def _function(tool: Tool, sessions: SessionRegistry, jobs: JobBoard) -> Callable
             request = tool.request(**arguments)
         if tool.long_running:
             kind = cast(JobKind, tool.name)
-            return await run_as_job(
-                ctx,
-                jobs,
-                kind,
-                cast(str, session_id),
-                lambda progress: tool(context, request, progress=progress),
-            )
+            sid = cast(str, session_id)
+
+            async def work(progress: Progress) -> ResultView:
+                result = await tool(context, request, progress=progress)
+                sessions.keep_result(sid, kind, result)  # the details the view leaves out
+                return view_of(result)
+
+            return await run_as_job(ctx, jobs, kind, sid, work)
         result = await tool(context, request)
         _as_error(result)
         return result
@@ -86,7 +103,7 @@ def _function(tool: Tool, sessions: SessionRegistry, jobs: JobBoard) -> Callable
         [inspect.Parameter("session_id", keyword, annotation=SessionId)] if tool.context is Session else []
     )
     after = [inspect.Parameter("ctx", keyword, annotation=Context)]
-    returns = cast(Any, Outcome)[tool.result] if tool.long_running else tool.result
+    returns = cast(Any, Outcome)[VIEWS[tool.result]] if tool.long_running else tool.result
     signature = tool.signature(before=before, after=after, returns=returns)
     description = tool.description + _MCP_NOTES.get(tool.name, "")
     return as_function(readable_errors(call), tool.name, description, signature)

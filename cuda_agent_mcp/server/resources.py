@@ -63,6 +63,15 @@ def add_resources(server: MCPServer, registry: SessionRegistry, client: Callable
         """The session's status and evaluation history, as JSON."""
         return registry.status(session_id, client()).model_dump_json(indent=1)
 
+    @server.resource(
+        "session://{session_id}/result/{kind}", mime_type="application/json", title="Full result"
+    )
+    @with_reasons
+    def result_resource(session_id: str, kind: str) -> str:
+        """The full result of the session's latest compile, verify, profile or evaluate (every timing
+        sample, hash and phase the tool's compact answer leaves out), as JSON."""
+        return registry.latest_result(session_id, kind, client()).model_dump_json(indent=1)
+
     @server.resource("guide://skill", mime_type="text/markdown", title="Workspace guide")
     def skill_resource() -> str:
         """How to write kernels for this workspace: layout, rules, workflow (the workspace's SKILL.md)."""

@@ -1,5 +1,5 @@
 """The MCP server's own tools, declared like the tool layer's (`tools.Tool`) and registered with them:
-sessions (the server's session registry), jobs (its job board) and suite summaries (its cache). They
+sessions (the server's session registry) and jobs (its job board; suite summaries are resources). They
 run on a `ServerCall`, which only the server can supply, so no other front-end offers them."""
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from typing import Annotated
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.bench import SuiteSummary, run_directory, summary_of
-from cuda_agent_mcp.build import ProgressCallback, default_cache_dir
+from cuda_agent_mcp.build import ProgressCallback
 from cuda_agent_mcp.server.calls import SessionId
-from cuda_agent_mcp.server.jobs import JobBoard, JobState
-from cuda_agent_mcp.server.sessions import SessionInfo, SessionList, SessionRegistry, SessionStatus
+from cuda_agent_mcp.server.jobs import JobBoard, JobState, JobStatus
+from cuda_agent_mcp.server.sessions import SessionBrief, SessionInfo, SessionList, SessionRegistry, brief
 from cuda_agent_mcp.tools import Surface, Tool
 
 JobIdField = Annotated[str, Field(description="from a tool's answer with status running")]
@@ -57,15 +56,16 @@ class SessionRequest(_Request):
 
 class WaitJobRequest(_Request):
     job_id: JobIdField
-    timeout_s: float = Field(default=45.0, ge=0, le=600, description="how long to wait at most")
+    timeout_s: float = Field(
+        default=45.0,
+        ge=0,
+        le=600,
+        description="seconds to wait at most (keep it under your host's tool timeout)",
+    )
 
 
 class CancelJobRequest(_Request):
     job_id: JobIdField
-
-
-class SuiteSummaryRequest(_Request):
-    run: str = Field(description="a bench run id (see bench://runs)")
 
 
 async def _start(
@@ -86,34 +86,38 @@ async def _list(call: ServerCall, request: NoArguments, progress: ProgressCallba
     return call.sessions.list(call.client)
 
 
-async def _end(call: ServerCall, request: SessionRequest, progress: ProgressCallback | None) -> SessionInfo:
-    info = call.sessions.info(call.sessions.get(request.session_id, call.client))
+class SessionEnded(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str
+    task_id: str
+    workspace: str
+
+
+async def _end(call: ServerCall, request: SessionRequest, progress: ProgressCallback | None) -> SessionEnded:
+    session = call.sessions.get(request.session_id, call.client)
     await anyio.to_thread.run_sync(lambda: call.sessions.end(request.session_id, call.client))
-    return info
+    return SessionEnded(session_id=session.id, task_id=session.task.id, workspace=str(session.workspace.root))
 
 
 async def _status(
     call: ServerCall, request: SessionRequest, progress: ProgressCallback | None
-) -> SessionStatus:
+) -> SessionBrief:
     call.sessions.use(request.session_id, call.client)  # counted and kept alive like any session call
-    return call.sessions.status(request.session_id, call.client)
+    return brief(call.sessions.status(request.session_id, call.client))
 
 
 async def _wait(call: ServerCall, request: WaitJobRequest, progress: ProgressCallback | None) -> JobState:
     call.sessions.touch(call.jobs.session_of(request.job_id, call.client))
-    timeout = min(request.timeout_s, call.jobs.budget_s)
-    return await call.jobs.wait(request.job_id, call.client, timeout, call.forward)
+    # The caller's own limit, not the server's per-call budget: it knows its host's tool timeout.
+    return await call.jobs.wait(request.job_id, call.client, request.timeout_s, call.forward)
 
 
-async def _cancel(call: ServerCall, request: CancelJobRequest, progress: ProgressCallback | None) -> JobState:
-    return await anyio.to_thread.run_sync(lambda: call.jobs.cancel(request.job_id, call.client))
-
-
-async def _suite_summary(
-    call: ServerCall, request: SuiteSummaryRequest, progress: ProgressCallback | None
-) -> SuiteSummary:
-    cache = call.sessions.cache_dir or default_cache_dir()
-    return await anyio.to_thread.run_sync(lambda: summary_of(run_directory(cache, request.run, paths=False)))
+async def _cancel(
+    call: ServerCall, request: CancelJobRequest, progress: ProgressCallback | None
+) -> JobStatus:
+    state = await anyio.to_thread.run_sync(lambda: call.jobs.cancel(request.job_id, call.client))
+    return JobStatus.model_validate(state.model_dump(exclude={"result"}))
 
 
 _MCP: frozenset[Surface] = frozenset({"mcp"})
@@ -146,7 +150,7 @@ SERVER_TOOLS: tuple[Tool, ...] = (
         description="Close a session: its running jobs stop and a workspace the server created is deleted "
         "(or archived, if the server keeps an archive); its journal history stays.",
         request=SessionRequest,
-        result=SessionInfo,
+        result=SessionEnded,
         run=_end,
         context=ServerCall,
         destructive=True,
@@ -155,9 +159,9 @@ SERVER_TOOLS: tuple[Tool, ...] = (
     Tool(
         name="session_status",
         title="Session status",
-        description="The session's files, best result so far and evaluation history (from the journal).",
+        description="The session's files, best result so far and latest evaluations (from the journal).",
         request=SessionRequest,
-        result=SessionStatus,
+        result=SessionBrief,
         run=_status,
         context=ServerCall,
         read_only=True,
@@ -166,7 +170,8 @@ SERVER_TOOLS: tuple[Tool, ...] = (
     Tool(
         name="wait_job",
         title="Wait for a job",
-        description="Wait for a job a tool handed back (status running); its result once done.",
+        description="Wait up to timeout_s for a job a tool handed back (status running): its phase and "
+        "percent done, and its result once done.",
         request=WaitJobRequest,
         result=JobState,
         run=_wait,
@@ -179,22 +184,10 @@ SERVER_TOOLS: tuple[Tool, ...] = (
         title="Cancel a job",
         description="Stop a running job (its GPU work is killed at once); a finished job is left as it is.",
         request=CancelJobRequest,
-        result=JobState,
+        result=JobStatus,
         run=_cancel,
         context=ServerCall,
         idempotent=True,
-        surfaces=_MCP,
-    ),
-    Tool(
-        name="suite_summary",
-        title="Suite summary",
-        description="How a suite run did (cuda-agent bench): pass rate, fast_p, geomean speedups, SOL, per "
-        "level.",
-        request=SuiteSummaryRequest,
-        result=SuiteSummary,
-        run=_suite_summary,
-        context=ServerCall,
-        read_only=True,
         surfaces=_MCP,
     ),
 )

@@ -93,6 +93,68 @@ class SessionStatus(BaseModel):
     skipped_records: int = Field(default=0, description="journal rows that could not be read (left out)")
 
 
+class HistoryEntry(BaseModel):
+    """One evaluation of the session, as `session_status` lists it (the journal's record, without the
+    result it stored: `session://{id}/history` has that)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    status: str
+    verdict: str | None
+    finished_at: float | None
+    reward: float | None = None
+    speedup_vs_eager: float | None = None
+    error: str | None = None
+    current_rules: bool = Field(description="judged under the verdict rules this server runs")
+
+
+class SessionBrief(BaseModel):
+    """`session_status`'s answer: the session, its bests, and its latest evaluations."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session: SessionInfo
+    best_reward: float | None = None
+    best_speedup_vs_eager: float | None = None
+    history: list[HistoryEntry] = Field(description="newest first")
+    older: int = Field(default=0, description="evaluations left out (session://{id}/history has them)")
+    skipped_records: int = 0
+
+
+BRIEF_HISTORY = 20  # evaluations `session_status` lists
+
+
+def _number(result: dict[str, Any] | None, key: str) -> float | None:
+    value = (result or {}).get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def brief(status: SessionStatus) -> SessionBrief:
+    """A session's status as an LLM reads it: the latest evaluations, one line each."""
+    entries = [
+        HistoryEntry(
+            kind=r.kind,
+            status=r.status,
+            verdict=r.verdict,
+            finished_at=r.finished_at,
+            reward=_number(r.result, "reward") if r.kind == "evaluate" else None,
+            speedup_vs_eager=_number(r.result, "speedup_vs_eager") if r.kind == "profile" else None,
+            error=r.error[-300:] if r.error else None,
+            current_rules=r.rules_version == VERDICT_RULES_VERSION,
+        )
+        for r in status.history[:BRIEF_HISTORY]
+    ]
+    return SessionBrief(
+        session=status.session,
+        best_reward=status.best_reward,
+        best_speedup_vs_eager=status.best_speedup_vs_eager,
+        history=entries,
+        older=max(0, len(status.history) - BRIEF_HISTORY),
+        skipped_records=status.skipped_records,
+    )
+
+
 class _Entry:
     def __init__(self, session: Session, client: str, owned: bool) -> None:
         self.session = session
@@ -100,6 +162,8 @@ class _Entry:
         self.owned = owned
         self.started = time.time()
         self.last_used = time.monotonic()
+        # The full result of the latest call of each long tool: MCP answers with views (server/views.py).
+        self.latest: dict[str, BaseModel] = {}
 
 
 class SessionRegistry:
@@ -220,6 +284,22 @@ class SessionRegistry:
         with self._lock:
             if (entry := self._sessions.get(session_id)) is not None:
                 entry.last_used = time.monotonic()
+
+    def keep_result(self, session_id: str, kind: str, result: BaseModel) -> None:
+        """Keep a long tool's full result for `latest_result` (until the session ends)."""
+        with self._lock:
+            if (entry := self._sessions.get(session_id)) is not None:
+                entry.latest[kind] = result
+
+    def latest_result(self, session_id: str, kind: str, client: str = LOCAL_CLIENT) -> BaseModel:
+        """The full result of the session's latest `kind` call, if `client` started the session."""
+        self.get(session_id, client)
+        with self._lock:
+            entry = self._sessions.get(session_id)
+            result = entry.latest.get(kind) if entry is not None else None
+        if result is None:
+            raise UsageError(f"session {session_id} has no {kind} result yet: call {kind} first")
+        return result
 
     def end(self, session_id: str, client: str = LOCAL_CLIENT) -> None:
         self.get(session_id, client)

@@ -412,6 +412,12 @@ def _tolerance(session: Session, strict: bool) -> tuple[float, float]:
     return policy.tolerance.atol, policy.tolerance.rtol
 
 
+_JUDGE_STEP = {
+    "verify": "the judge checks ModelNew against Model on {trials} input sets",
+    "profile": "the judge times ModelNew, PyTorch eager and torch.compile",
+}
+
+
 async def run_judge(
     session: Session,
     stage_candidate: Callable[[Path], None],
@@ -465,6 +471,8 @@ async def run_judge(
         exclusive = mode != "verify"
         async with _gpu_lease(session, exclusive=exclusive, device=device, progress=progress) as gpu:
             judge_started = time.monotonic()
+            if progress is not None and mode != "baselines":
+                progress(BuildProgress(stage=mode, message=_JUDGE_STEP[mode].format(trials=len(seeds))))
             env = judge_env(gpu, session.worker_backend, session.judge_tenant)
             await anyio.to_thread.run_sync(session.check_worker_backend, env)
             for attempt in range(1 + HARNESS_RETRIES):

@@ -1,4 +1,4 @@
-"""A suite's summary over MCP (the official SDK client, in memory): by run id, never by a path."""
+"""A suite's summary over MCP (the official SDK client, in memory): a resource read by run id."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import anyio
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from cuda_agent_mcp.bench.models import SolutionSpec, SuiteRequest, TaskRow
 from cuda_agent_mcp.bench.rundir import RunDirectory
@@ -40,24 +41,29 @@ def finished_run(tmp_path: Path, cache: Path) -> str:
     return run_dir.run_id
 
 
-def test_an_assistant_asks_how_a_suite_did_by_run_id(tmp_path: Path) -> None:
+def test_an_assistant_reads_how_a_suite_did_by_run_id(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     run_id = finished_run(tmp_path, cache)
     server = build_server(SessionRegistry(tmp_path / "sessions", TaskCatalog(), cache_dir=cache))
 
     async def work():
         async with Client(server) as client:
-            summary = await client.call_tool("suite_summary", {"run": run_id})
-            by_path = await client.call_tool("suite_summary", {"run": str(tmp_path / "out")})
             runs = await client.read_resource("bench://runs")
             resource = await client.read_resource(f"bench://{run_id}/summary")
-            return summary, by_path, runs, resource
+            tools = {tool.name for tool in (await client.list_tools()).tools}
+            try:
+                await client.read_resource("bench://no-such-run/summary")
+                by_path = None
+            except MCPError as exc:
+                by_path = str(exc)
+            return runs, resource, tools, by_path
 
-    summary, by_path, runs, resource = anyio.run(work)
-    assert not summary.is_error, summary.content
-    overall = summary.structured_content["groups"][0]
+    runs, resource, tools, by_path = anyio.run(work)
+    summary = json.loads(resource.contents[0].text)
+    overall = summary["groups"][0]
+    assert summary["run_id"] == run_id
     assert overall["group"] == "overall" and overall["correct"] == 1 and overall["pass_rate"] == 0.5
     assert overall["compile"]["geomean_speedup"] == 1.5
-    assert by_path.is_error and "bench://runs" in by_path.content[0].text
     assert json.loads(runs.contents[0].text) == {run_id: str((tmp_path / "out").resolve())}
-    assert json.loads(resource.contents[0].text)["run_id"] == run_id
+    assert "suite_summary" not in tools  # a resource, not a tool every conversation pays for
+    assert by_path is not None and "bench://runs" in by_path  # an unknown id says where ids are listed

@@ -137,6 +137,7 @@ def _mcp_tools(server: Any) -> Shown:
     from cuda_agent_mcp.server.registry_tools import MCP_TOOLS
 
     shown = {}
+    said: dict[str, str] = {}  # argument name -> its description, as first said in the list
     for tool in anyio.run(listing):
         schema = tool.input_schema
         function = {"description": tool.description, "parameters": schema}
@@ -145,6 +146,13 @@ def _mcp_tools(server: Any) -> Shown:
             request = _resolve(schema["properties"][registered.nested], schema.get("$defs", {}))
             function["parameters"] = _inline(request, schema.get("$defs", {}))
         on_a_session = registered is not None and registered.context is Session
+        # The list says an argument's description once (server/compact.py): one left out here must have
+        # been said by an earlier tool, and is read as said there.
+        for name, prop in function["parameters"].get("properties", {}).items():
+            if "description" in prop:
+                said.setdefault(name, prop["description"])
+            elif name in said:
+                function["parameters"]["properties"][name] = {**prop, "description": said[name]}
         shown[tool.name] = _from_function(function, skip=("session_id",) if on_a_session else ())
     return shown
 

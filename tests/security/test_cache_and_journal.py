@@ -43,7 +43,10 @@ async def _compile(client, session: str) -> dict:  # type: ignore[no-untyped-def
         job = state["job"]["job_id"] if state.get("job") else state["job_id"]
         state = (await client.call_tool("wait_job", {"job_id": job})).structured_content
     assert state["result"]["ok"], state["result"]["summary"]
-    return state["result"]
+    # The answer is compact (no cache paths or content addresses); the full result is a resource.
+    assert "extension_path" not in state["result"]
+    full = await client.read_resource(f"session://{session}/result/compile")
+    return json.loads(full.contents[0].text)
 
 
 def test_a_poisoned_extension_or_object_is_never_handed_to_another_client(http_server: Server) -> None:

@@ -87,8 +87,37 @@ def test_a_verify_past_the_budget_hands_back_a_job_that_wait_job_completes(
     final = states[-1]
     assert final["status"] == "done", final
     assert final["result"]["verdict"]["status"] == "passed" and final["elapsed_s"] > 1.0
+    assert final["progress"] == {"phase": "done", "percent": 100, "message": final["progress"]["message"]}
     assert all(s["status"] == "running" for s in states[:-1])
     assert history[0]["kind"] == "verify" and history[0]["status"] == "done"  # journaled as any verify
+
+
+def test_wait_job_waits_its_own_timeout_and_says_where_the_job_is(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    board = JobBoard(budget_s=1.0)
+
+    async def work():
+        async with Client(_server(tmp_path, shared_build_cache, board)) as client:
+            session = await _session(client, HUNG)
+            answer = await client.call_tool("verify", {"session_id": session, "request": CPU})
+            job_id = answer.structured_content["job"]["job_id"]
+            started = time.monotonic()
+            waited = await client.call_tool("wait_job", {"job_id": job_id, "timeout_s": 4})
+            waited_s = time.monotonic() - started
+            cancelled = await client.call_tool("cancel_job", {"job_id": job_id})
+            return waited, waited_s, cancelled
+
+    waited, waited_s, cancelled = anyio.run(work)
+    # The caller's timeout, not the server's 1 s budget per call, decided when wait_job answered.
+    assert 4 <= waited_s < 12, waited_s
+    state = waited.structured_content
+    assert state["status"] == "running"
+    # Built (a cache hit), then the judge runs: the second of verify's two steps.
+    assert state["progress"]["phase"] == "verify" and state["progress"]["percent"] == 50, state
+    assert "judge" in state["progress"]["message"]
+    assert cancelled.structured_content["status"] == "cancelled"
+    assert "result" not in cancelled.structured_content  # cancel_job answers with the state alone
 
 
 def test_cancel_job_stops_a_hung_job_and_the_journal_records_it(

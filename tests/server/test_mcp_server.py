@@ -35,7 +35,6 @@ TOOLS = {
     "list_tasks", "start_session", "end_session", "session_status", "read_file", "write_file", "edit_file",
     "list_files", "search_files", "compile", "verify", "profile", "evaluate", "run", "wait_job", "cancel_job",
     "list_sessions",
-    "suite_summary",
 }  # fmt: skip
 
 
