@@ -377,7 +377,12 @@ def serve_command(
         ),
     ] = None,
     max_failed_auth: Annotated[
-        int, typer.Option(min=1, help="refused authentications per minute from one address before HTTP 429")
+        int,
+        typer.Option(
+            min=1,
+            help="refused authentications per minute from one address before its requests without a "
+            "valid token get HTTP 429 (a valid token is never refused)",
+        ),
     ] = 10,
 ) -> None:
     """Run the MCP server (stdio by default): every tool, for IDE assistants and remote agents."""
@@ -387,6 +392,7 @@ def serve_command(
         from cuda_agent_mcp.server.http_guard import run_http
         from cuda_agent_mcp.server.jobs import JobBoard
         from cuda_agent_mcp.server.sessions import SessionRegistry
+        from cuda_agent_mcp.server.stdio import serve_stdio
     except ImportError as exc:
         fail(
             f"the MCP server needs the mcp extra: pip install 'cuda-agent-mcp[mcp]' ({exc})",
@@ -407,7 +413,7 @@ def serve_command(
     jobs = JobBoard(budget_s=tool_budget)
     try:
         if http is None:
-            build_server(registry, jobs=jobs).run()  # stdout is the protocol from here on
+            serve_stdio(build_server(registry, jobs=jobs))  # stdout is the protocol from here on
             return
         host, _, port = http.rpartition(":")
         if not host or not port.isdigit():
@@ -431,7 +437,8 @@ def serve_command(
             url=f"http://{host}:{port}",
             jobs=jobs,
         )
-        run_http(server.streamable_http_app(host=host), host, int(port), max_failed_auth=max_failed_auth)
+        app = server.streamable_http_app(host=host)
+        run_http(app, host, int(port), tokens=tokens, max_failed_auth=max_failed_auth)
     finally:
         registry.close(keep_workspaces=keep_workspaces)
 

@@ -10,6 +10,7 @@ GPU; the judge's stages), and run as MCP tasks for clients that ask (`server/tas
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from pathlib import Path
 
 from mcp.server import MCPServer
@@ -17,8 +18,10 @@ from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from pydantic import AnyHttpUrl
 
+from cuda_agent_mcp import __version__
 from cuda_agent_mcp.bench import run_directory, runs_index, summary_of
 from cuda_agent_mcp.build import default_cache_dir
+from cuda_agent_mcp.server.arguments import ArgumentErrors
 from cuda_agent_mcp.server.calls import current_client
 from cuda_agent_mcp.server.compact import CompactToolsServer
 from cuda_agent_mcp.server.jobs import JobBoard
@@ -33,6 +36,14 @@ compiled, verified and timed. Start with list_tasks and start_session; edit kern
 kernels/*_binding.cpp and model_new.py (read SKILL.md in the workspace first); then compile, verify,
 profile, or evaluate (verify + profile + reward). model.py and the binding harness are protected.
 list_sessions finds your sessions again; end_session ends one (idle ones end by themselves)."""
+
+
+def package_version() -> str:
+    """The installed package's version (serverInfo.version), else the source tree's."""
+    try:
+        return metadata.version("cuda-agent-mcp")
+    except metadata.PackageNotFoundError:
+        return __version__
 
 
 def build_server(
@@ -71,11 +82,17 @@ def build_server(
     store = TaskStore(jobs, current_client)
     server = CompactToolsServer(
         "cuda-agent",
+        version=package_version(),
         instructions=INSTRUCTIONS,
         token_verifier=tokens,
         auth=auth,
         extensions=[TasksExtension(store)],
-        middleware=[LogLevels(), TaskShapes(store)],
+        # The SDK offers no public lookup of a registered tool; its tool manager is the registry.
+        middleware=[
+            LogLevels(),
+            ArgumentErrors(lambda name: server._tool_manager.get_tool(name)),
+            TaskShapes(store),
+        ],
     )
 
     def cache() -> Path:

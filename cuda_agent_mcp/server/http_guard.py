@@ -1,11 +1,14 @@
 """The HTTP front door, in front of the SDK's app: throttled authentication, and JSON-RPC errors with a
 message for requests the SDK would answer with plain text or a validation dump.
 
-- A client address with `max_failures` refused authentications (401) in the last minute gets 429 with
-  `Retry-After` until its window clears, before the token is even looked at.
+- A request with a valid bearer token always passes. One without (missing or wrong) counts against its
+  client address: an address with `max_failures` refused authentications (401) in the last minute gets
+  429 with `Retry-After` for its token-less requests until its window clears. Throttled is what failed,
+  not who shares the address: behind a reverse proxy every client has the proxy's address, and one
+  client guessing tokens must not lock the others out of their sessions.
 - A POST body over the limit is answered 413 with a JSON-RPC error (-32600) saying the limit; a body
-  that is not JSON is -32700; one that is not a JSON-RPC message (or a batch of them) is -32600 naming
-  what is missing. Everything else goes to the SDK unchanged.
+  that is not JSON is -32700; one that is not a JSON-RPC message is -32600 naming what is wrong
+  (`frames.check_frame`, the check stdio uses too). Everything else goes to the SDK unchanged.
 """
 
 from __future__ import annotations
@@ -17,13 +20,16 @@ from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from mcp.server.auth.provider import TokenVerifier
+
+from cuda_agent_mcp.server.frames import INVALID_REQUEST, BadFrame, check_frame
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 WINDOW_S = 60.0
 
 
@@ -59,34 +65,55 @@ class FailedAuthThrottle:
 class HttpGuard:
     """ASGI middleware around the MCP app (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, throttle: FailedAuthThrottle | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        throttle: FailedAuthThrottle | None,
+        tokens: TokenVerifier | None = None,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.throttle = throttle
+        self.tokens = tokens  # the app's own verifier: a valid token is never throttled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         address = (scope.get("client") or ("unknown", 0))[0]
-        if self.throttle is not None and (wait := self.throttle.retry_after_s(address)) > 0:
+        throttled = self.throttle is not None and not await self._valid_token(scope)
+        if throttled and self.throttle is not None and (wait := self.throttle.retry_after_s(address)) > 0:
             message = (
                 f"too many failed authentications from {address}: retry in {wait:.0f} s with a valid token"
             )
-            await _reply(send, 429, INVALID_REQUEST, message, {"retry-after": str(max(1, round(wait)))})
+            retry = {"retry-after": str(max(1, round(wait)))}
+            await _reply(send, 429, BadFrame(INVALID_REQUEST, message), retry)
             return
         if scope.get("method") == "POST":
             body = await _read_body(receive, self.max_body_bytes)
             if body is None:
                 message = f"request body larger than {self.max_body_bytes} bytes: send a smaller request"
-                await _reply(send, 413, INVALID_REQUEST, message)
+                await _reply(send, 413, BadFrame(INVALID_REQUEST, message))
                 return
-            problem = _jsonrpc_problem(body)
-            if problem is not None:
-                await _reply(send, 400, *problem)
+            bad = check_frame(body)
+            if bad is not None:
+                await _reply(send, 400, bad)
                 return
             receive = _replay(body, receive)
-        await self.app(scope, receive, self._watch(send, address))
+        await self.app(scope, receive, self._watch(send, address) if throttled else send)
+
+    async def _valid_token(self, scope: Scope) -> bool:
+        """Whether the request's bearer token is one the app accepts, read as the SDK's
+        `BearerAuthBackend` reads it (no verifier: none is)."""
+        header = next(
+            (v.decode("latin-1") for k, v in scope.get("headers") or () if k.lower() == b"authorization"), ""
+        )
+        if self.tokens is None or not header.lower().startswith("bearer "):
+            return False
+        access = await self.tokens.verify_token(header[7:])
+        return access is not None and not (access.expires_at and access.expires_at < int(time.time()))
 
     def _watch(self, send: Send, address: str) -> Send:
         if self.throttle is None:
@@ -132,35 +159,8 @@ def _replay(body: bytes, original: Receive) -> Receive:
     return receive
 
 
-def _jsonrpc_problem(body: bytes) -> tuple[int, str] | None:
-    """(code, message) when `body` is not a JSON-RPC message or batch; None when it is one."""
-    try:
-        parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return PARSE_ERROR, f"Parse error: the body is not JSON ({str(exc).split(':')[0]})"
-    messages = parsed if isinstance(parsed, list) and parsed else [parsed]
-    for message in messages:
-        if not isinstance(message, dict):
-            return INVALID_REQUEST, "Invalid Request: a JSON-RPC message is an object"
-        if message.get("jsonrpc") != "2.0":
-            return INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"'
-        if "method" in message:
-            if not isinstance(message["method"], str):
-                return INVALID_REQUEST, 'Invalid Request: "method" must be a string'
-            if "params" in message and not isinstance(message["params"], dict | list):
-                return INVALID_REQUEST, 'Invalid Request: "params" must be an object'
-        elif "id" not in message or not ("result" in message or "error" in message):
-            return (
-                INVALID_REQUEST,
-                'Invalid Request: a request needs "method", a response "id" and "result" or "error"',
-            )
-    return None
-
-
-async def _reply(
-    send: Send, status: int, code: int, message: str, headers: dict[str, str] | None = None
-) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+async def _reply(send: Send, status: int, frame: BadFrame, headers: dict[str, str] | None = None) -> None:
+    body = json.dumps(frame.reply()).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
@@ -168,10 +168,19 @@ async def _reply(
 
 
 def run_http(
-    app: ASGIApp, host: str, port: int, *, max_body_bytes: int = 4 * 1024 * 1024, max_failed_auth: int = 10
+    app: ASGIApp,
+    host: str,
+    port: int,
+    *,
+    tokens: TokenVerifier | None = None,
+    max_body_bytes: int = 4 * 1024 * 1024,
+    max_failed_auth: int = 10,
 ) -> None:
-    """Serve the SDK's streamable HTTP app behind the guard until interrupted."""
+    """Serve the SDK's streamable HTTP app behind the guard until interrupted; `tokens` is the app's
+    verifier (None: the app asks for no token)."""
     import uvicorn
 
-    guarded = HttpGuard(app, max_body_bytes=max_body_bytes, throttle=FailedAuthThrottle(max_failed_auth))
+    guarded = HttpGuard(
+        app, max_body_bytes=max_body_bytes, throttle=FailedAuthThrottle(max_failed_auth), tokens=tokens
+    )
     uvicorn.run(guarded, host=host, port=port, log_level="warning")

@@ -1,13 +1,16 @@
 """The MCP surface in raw JSON-RPC frames over stdio: Tasks in both wire shapes (2025-11-25 and the
 2026-07-28 extension), log notifications of a build, completions, resource errors with their reason,
-titles and annotations. Clients that ask for no tasks keep `wait_job` (tests/server)."""
+titles and annotations, bad frames answered with the spec's error codes, the server's version. Clients
+that ask for no tasks keep `wait_job` (tests/server)."""
 
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,15 @@ class Raw:
             if message.get("id") == self.next_id:
                 return message
             self.notifications.append(message)
+
+    def frame(self, line: bytes) -> dict[str, Any] | None:
+        """What the server answers to one raw line within 10 s (None: nothing)."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+        if not select.select([self.process.stdout], [], [], 10)[0]:
+            return None
+        return json.loads(self.process.stdout.readline())
 
     def _write(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None
@@ -236,3 +248,64 @@ def test_completions_resource_errors_titles_and_annotations(raw: Raw) -> None:
         for n, t in tools.items()
         if n in ("read_file", "list_sessions", "wait_job")
     )
+
+
+@pytest.mark.parametrize("handshake", [True, False], ids=["after-initialize", "before-initialize"])
+def test_bad_frames_get_the_specs_errors_and_the_session_goes_on(raw: Raw, handshake: bool) -> None:
+    if handshake:
+        _handshake(raw)
+    for line, code, answer_id, says in [
+        (b"{not json", -32700, None, "not JSON"),
+        (b"\xff\xfe", -32700, None, "not JSON"),
+        (b"[1, 2]", -32600, None, "is an object"),
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', -32600, None, "batches are not supported"),
+        (b"7", -32600, None, "is an object"),
+        (b'{"id": 3, "method": "ping"}', -32600, 3, '"jsonrpc" must be "2.0"'),
+        (b'{"jsonrpc": "1.0", "id": "a", "method": "ping"}', -32600, "a", '"jsonrpc" must be "2.0"'),
+        (b'{"jsonrpc": "2.0", "id": 4, "method": 7}', -32600, 4, '"method" must be a string'),
+        (b'{"jsonrpc": "2.0", "id": {}, "method": "ping"}', -32600, None, '"id" must be a string or'),
+        (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', -32600, None, '"id" must be a string or'),
+        (b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": [1]}', -32600, 5, '"params" must be'),
+        (b'{"jsonrpc": "2.0", "id": 6}', -32600, None, '"method"'),
+        (b'{"jsonrpc": "2.0", "id": 6, "result": 5}', -32600, None, '"result" must be an object'),
+    ]:
+        answer = raw.frame(line)
+        assert answer is not None, f"no answer to {line!r}"
+        assert answer["jsonrpc"] == "2.0" and answer["id"] == answer_id, (line, answer)
+        assert answer["error"]["code"] == code and says in answer["error"]["message"], (line, answer)
+    if not handshake:
+        assert _handshake(raw)["serverInfo"]["name"] == "cuda-agent"  # bad frames first spoil nothing
+    unknown = raw.call("no/such/method")
+    assert unknown["error"]["code"] == -32601
+    assert raw.call("ping") == {"jsonrpc": "2.0", "id": raw.next_id, "result": {}}  # the session goes on
+    assert raw.frame(b"   ") is None  # a blank line is no frame: nothing to answer
+    listing = raw.call("tools/call", {"name": "list_tasks", "arguments": {"query": {"contains": "relu"}}})
+    assert not listing["result"]["isError"]
+
+
+def test_the_server_reports_its_version(raw: Raw) -> None:
+    init = _handshake(raw)
+    assert init["serverInfo"] == {"name": "cuda-agent", "version": metadata.version("cuda-agent-mcp")}
+    assert init["serverInfo"]["version"]
+
+
+def test_ill_shaped_tool_arguments_are_one_readable_line(raw: Raw) -> None:
+    _handshake(raw)
+
+    def text(name: str, arguments: dict[str, Any]) -> str:
+        result = raw.call("tools/call", {"name": name, "arguments": arguments})["result"]
+        assert result["isError"]
+        return " ".join(part["text"] for part in result["content"])
+
+    assert text("read_file", {"session_id": "x", "path": 123}) == (
+        "invalid arguments for read_file: path: expected a string (got 123)"
+    )
+    assert text("compile", {}) == "invalid arguments for compile: session_id: required"
+    verify = text("verify", {"session_id": "x", "request": {"trials": "many", "device": 7, "bogus": 1}})
+    assert verify.startswith("invalid arguments for verify: ") and "\n" not in verify
+    for says in ('request.trials: expected an integer (got "many")', "request.device: expected 'cuda' or "):
+        assert says in verify
+    assert "request.bogus: unknown field (got 1)" in verify
+    assert not any(word in verify for word in ("http", "pydantic", "For further information", "type="))
+    # Arguments that fit reach the tool, whose own errors are as they were.
+    assert "no session 'x'" in text("read_file", {"session_id": "x", "path": "model.py"})

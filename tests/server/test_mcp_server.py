@@ -125,6 +125,12 @@ def test_a_whole_session_writes_compiles_verifies_profiles_and_keeps_history(ser
         ("write_file", {"path": "model.py", "content": "x"}, "protected"),
         ("write_file", {"path": "../outside.py", "content": "x"}, "outside"),
         ("verify", {"request": {"trials": 0}}, "greater than or equal to 1"),
+        ("read_file", {"path": 123}, "invalid arguments for read_file: path: expected a string (got 123)"),
+        (
+            "compile",
+            {"request": {"keep": True}},
+            "invalid arguments for compile: request.keep: unknown field",
+        ),
     ],
 )
 def test_bad_arguments_come_back_as_readable_errors(
@@ -142,6 +148,7 @@ def test_bad_arguments_come_back_as_readable_errors(
     text = " ".join(getattr(part, "text", "") for part in result.content)
     assert expected in text, text
     assert "Traceback" not in text
+    assert "For further information" not in text and "\n" not in text, text
 
 
 def test_the_server_speaks_mcp_over_stdio(tmp_path: Path, shared_build_cache: Path) -> None:
