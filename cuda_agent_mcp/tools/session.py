@@ -82,7 +82,7 @@ class Session:
     @property
     def sandbox_policy(self) -> SandboxPolicy:
         return SandboxPolicy(
-            max_file_bytes=self.quotas.file_bytes,
+            max_file_bytes=self.quotas.command_file_bytes,
             max_processes=self.quotas.processes,
             max_cpu_seconds=self.quotas.cpu_seconds,
         )
