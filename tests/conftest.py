@@ -15,9 +15,15 @@ EXAMPLES = REPO / "examples"
 KERNELBENCH = REPO.parent / "shared" / "benchmarks" / "kernelbench"
 
 
-# What the package reads to find its state (build/flags.py: default_cache_dir): the build cache, the
-# journal, judge logs, baselines and session workspaces all live under it.
-STATE_VARIABLES = {"CUDA_AGENT_CACHE": "cuda-agent-cache", "XDG_CACHE_HOME": "xdg-cache"}
+# What the package reads to find its state: the cache (build/flags.py: default_cache_dir) holds the build
+# cache, judge logs, baselines and session workspaces; the state directory (tools/journal.py:
+# default_state_dir) the user's own journal.
+STATE_VARIABLES = {
+    "CUDA_AGENT_CACHE": "cuda-agent-cache",
+    "XDG_CACHE_HOME": "xdg-cache",
+    "CUDA_AGENT_STATE": "cuda-agent-state",
+    "XDG_STATE_HOME": "xdg-state",
+}
 SERVICE_VARIABLE = "CUDA_AGENT_JUDGE_SERVICE"
 _saved_state: dict[str, str | None] = {}
 _state_dir: list[Path] = []

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, REPO, STATE_VARIABLES
 
 INNER_TEST = f"""
 from cuda_agent_mcp.tasks import load_task_file
@@ -30,7 +30,7 @@ def test_an_evaluation_record_in_the_default_journal(tmp_path):
 
 
 def _user_environment(home: Path) -> dict[str, str]:
-    environment = {k: v for k, v in os.environ.items() if k not in ("CUDA_AGENT_CACHE", "XDG_CACHE_HOME")}
+    environment = {k: v for k, v in os.environ.items() if k not in STATE_VARIABLES}
     return environment | {"HOME": str(home), "PYTHONPATH": str(REPO)}
 
 
@@ -65,9 +65,10 @@ def _run_inner(tmp_path: Path, home: Path, *, with_conftest: bool) -> None:
 def test_a_test_run_leaves_the_users_journal_and_cache_untouched(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    user_cache = home / ".cache" / "cuda-agent-mcp"
+    user_cache, user_state = home / ".cache" / "cuda-agent-mcp", home / ".local" / "state" / "cuda-agent-mcp"
     _run_inner(tmp_path, home, with_conftest=True)
     assert not user_cache.exists(), sorted(p.name for p in user_cache.rglob("*"))
+    assert not user_state.exists(), sorted(p.name for p in user_state.rglob("*"))
     assert _journal(home) == []  # `cuda-agent journal` lists no run the user never made
 
     _run_inner(tmp_path, home, with_conftest=False)  # the control: unprotected, the same test writes there

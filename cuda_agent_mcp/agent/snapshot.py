@@ -8,9 +8,9 @@ import re
 
 from cuda_agent_mcp.tools import Session
 from cuda_agent_mcp.workspace import CANDIDATE_FILE
+from cuda_agent_mcp.workspace.limits import MAX_FILE_BYTES
 
 KERNELS = "kernels"
-MAX_FILE_BYTES = 1 << 20
 
 
 def editable_files(session: Session) -> dict[str, str]:

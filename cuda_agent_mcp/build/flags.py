@@ -192,9 +192,38 @@ def _query_arch(smi: str) -> str:
     return "sm_" + cap.replace(".", "") if cap.replace(".", "").isdigit() else DEFAULT_ARCH
 
 
+CACHE_ENV = "CUDA_AGENT_CACHE"
+
+
+def _start_directory() -> Path | None:
+    try:
+        return Path.cwd()
+    except OSError:  # started in a directory since deleted: a relative setting cannot be resolved
+        return None
+
+
+# Where this process started: a relative $CUDA_AGENT_CACHE means the same directory all its life, whatever
+# directory a later step (the build's sandbox, a judge) works in.
+_STARTED_IN = _start_directory()
+
+
 def default_cache_dir() -> Path:
-    """$CUDA_AGENT_CACHE, else $XDG_CACHE_HOME/cuda-agent-mcp, else ~/.cache/cuda-agent-mcp."""
-    if value := os.environ.get("CUDA_AGENT_CACHE"):
-        return Path(value)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    """$CUDA_AGENT_CACHE, else $XDG_CACHE_HOME/cuda-agent-mcp, else ~/.cache/cuda-agent-mcp; always
+    absolute. A relative $CUDA_AGENT_CACHE is taken from the directory the process started in and written
+    back resolved, so the processes it starts (which may run elsewhere) inherit the same directory. A
+    relative $XDG_CACHE_HOME is ignored, as the XDG specification says."""
+    if value := os.environ.get(CACHE_ENV):
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            if _STARTED_IN is None:
+                raise UsageError(
+                    f"{CACHE_ENV}={value} is relative and the directory this process started in is gone: "
+                    "set it to an absolute path"
+                )
+            path = _STARTED_IN / path
+            os.environ[CACHE_ENV] = str(path)
+        return path
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = str(Path.home() / ".cache")
     return Path(base) / "cuda-agent-mcp"

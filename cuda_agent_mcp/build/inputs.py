@@ -23,8 +23,8 @@ from pathlib import Path
 
 from cuda_agent_mcp.results import Diagnostic
 from cuda_agent_mcp.workspace.layout import HEADER_SUFFIXES, KERNELS_DIR, SOURCE_SUFFIXES
+from cuda_agent_mcp.workspace.limits import MAX_FILE_BYTES, over_file_limit
 
-MAX_INPUT_BYTES = 16 * 1024 * 1024
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -129,8 +129,8 @@ def _read_beneath(root_fd: int, relpath: str) -> tuple[bytes | None, str | None]
             return None, "is not a regular file: the build reads only regular files of the workspace"
         if info.st_nlink > 1:
             return None, "is a hard link: the build reads only files that belong to the workspace alone"
-        if info.st_size > MAX_INPUT_BYTES:
-            return None, f"is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB"
+        if info.st_size > MAX_FILE_BYTES:
+            return None, over_file_limit(relpath, info.st_size)
         return _read_all(fd), None
     finally:
         for fd in reversed(opened):
@@ -143,7 +143,7 @@ def _read_all(fd: int) -> bytes:
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
         total += len(chunk)
-        if total > MAX_INPUT_BYTES:  # the file grew after fstat
+        if total > MAX_FILE_BYTES:  # the file grew after fstat
             break
     return b"".join(chunks)
 

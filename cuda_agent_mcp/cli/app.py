@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable
@@ -69,7 +70,12 @@ from cuda_agent_mcp.tools import (
     verify_kernels,
 )
 from cuda_agent_mcp.tools.gpu import visible_gpu_scheduler
-from cuda_agent_mcp.tools.journal import JournalListing, open_journal
+from cuda_agent_mcp.tools.journal import (
+    JournalListing,
+    default_journal_path,
+    legacy_journal_path,
+    open_journal,
+)
 
 app = typer.Typer(
     help="Write, build and evaluate CUDA kernels for PyTorch references.",
@@ -468,7 +474,7 @@ def _say_isolation() -> bool:
     return True
 
 
-@app.command("journal", short_help="Recent evaluation results, newest first.")
+@app.command("journal", short_help="Your recent evaluation results, newest first.")
 def journal_command(
     limit: Annotated[int, typer.Option(help="show at most this many, newest first")] = 20,
     current_rules: Annotated[
@@ -478,15 +484,45 @@ def journal_command(
             help=f"only records judged under this version's verdict rules ({VERDICT_RULES_VERSION})",
         ),
     ] = False,
+    shared: Annotated[
+        bool,
+        typer.Option(
+            "--shared",
+            help="also show, after yours, an older journal in the build cache (kept there before each "
+            "user had their own; it may hold other users' runs)",
+        ),
+    ] = False,
     json: JsonOption = False,
 ) -> None:
-    """Recent evaluations from the journal: every verify, profile and eval result, kept across restarts
-    (interrupted ones included), each with the verdict rules it ran under."""
-    path = default_cache_dir() / "journal.sqlite"
+    """Your recent evaluations from your own journal (in your state directory, private to you): every
+    verify, profile and eval result, kept across restarts (interrupted ones included), each with the
+    verdict rules it ran under."""
     rules = VERDICT_RULES_VERSION if current_rules else None
-    records = guarded(lambda: open_journal(path).records(limit=limit, rules_version=rules), as_json=json)
-    listing = JournalListing(path=str(path), records=records)
-    _emit_json(listing) if json else render.journal_table(listing, out)
+    own = guarded(
+        lambda: open_journal(default_journal_path()).listing(limit=limit, rules_version=rules), as_json=json
+    )
+    legacy = legacy_journal_path(default_cache_dir())
+    listing = own
+    if legacy.is_file() and shared:
+        try:
+            older = open_journal(legacy).listing(limit=limit, rules_version=rules)
+        except (OSError, sqlite3.Error) as exc:
+            fail(
+                f"the shared journal {legacy} cannot be read ({exc}): it may be another user's", as_json=json
+            )
+        listing = own.model_copy(update={"shared_path": str(legacy), "shared_records": older.records})
+    elif legacy.is_file() and not json:
+        err.print(
+            f"note: an older journal at {escape(str(legacy))} (perhaps shared) is not shown; --shared shows it after yours",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if json:
+        _emit_json(listing)
+        return
+    render.journal_table(listing, out)
+    if listing.shared_path is not None:
+        render.journal_table(JournalListing(path=listing.shared_path, records=listing.shared_records), out)
 
 
 def _finish(title: str, result: VerifyResult | ProfileResult, lines: list[str], *, as_json: bool) -> None:

@@ -49,8 +49,14 @@ class SessionQuotas(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    workspace_bytes: int = Field(default=1024**3, gt=0, description="all files of the workspace together")
-    file_bytes: int = Field(default=256 * 1024**2, gt=0, description="one file")
+    workspace_quota_bytes: int = Field(
+        default=1024**3, gt=0, description="all files of the workspace together"
+    )
+    # Not the per-file limit of a workspace file (`max_file_bytes`, workspace/limits.py): the kernel's
+    # RLIMIT_FSIZE cannot tell a workspace file from a build's output or a profile, which may be larger.
+    command_file_bytes: int = Field(
+        default=256 * 1024**2, gt=0, description="largest file one command (a run, a build) may write"
+    )
     files: int = Field(default=4096, gt=16, description="files and directories in the workspace")
     processes: int = Field(
         default=256, gt=8, description="processes and threads one command may hold at once"
@@ -80,7 +86,7 @@ def remaining(root: Path, quotas: SessionQuotas) -> WorkspaceQuota:
     """What a command may still add to the workspace (never negative: it may always delete)."""
     size, count = workspace_usage(root)
     return WorkspaceQuota(
-        bytes=max(0, quotas.workspace_bytes - size), files=max(0, quotas.files - count), present=count
+        bytes=max(0, quotas.workspace_quota_bytes - size), files=max(0, quotas.files - count), present=count
     )
 
 

@@ -5,8 +5,10 @@ infrastructure error (`failed`). A process killed in between leaves `running` ro
 journal next marks those whose owner process is gone as `interrupted`, so history survives a kill -9 and
 unfinished work is visible as such, never as a result. WAL mode: readers never block the writer.
 
-Only the trusted side (the tool layer) touches the file: it is private to its owner (0600) and no
-sandbox view shows it. A row that cannot be read back (hand-edited, from another version) is skipped
+One journal per user, never shared: it lives in the user's own state directory (`default_journal_path`:
+$CUDA_AGENT_STATE, else $XDG_STATE_HOME/cuda-agent-mcp, else ~/.local/state/cuda-agent-mcp), not in the
+build cache, which a deployment may share between users. Only the trusted side (the tool layer) touches
+the file: it is private to its owner (0600, in a 0700 directory) and no sandbox view shows it. A row that cannot be read back (hand-edited, from another version) is skipped
 and counted (`JournalListing.skipped`), never a failure of the caller.
 
 Every record carries the verdict rules version it ran under (`rules_version`); a journal made before the
@@ -86,6 +88,12 @@ class JournalListing(BaseModel):
     path: str
     records: list[JournalRecord]
     skipped: int = Field(default=0, description="rows that could not be read back, left out")
+    shared_path: str | None = Field(
+        default=None, description="an older journal in the build cache (perhaps shared), when asked for"
+    )
+    shared_records: list[JournalRecord] = Field(
+        default_factory=list, description="its records, after this user's own: whose they are is unknown"
+    )
 
 
 def _process_start(pid: int) -> str:
@@ -105,14 +113,46 @@ def host_environment() -> dict[str, str]:
     }
 
 
+STATE_ENV = "CUDA_AGENT_STATE"
+JOURNAL_FILE = "journal.sqlite"
+
+
+def default_state_dir() -> Path:
+    """This user's own state directory: $CUDA_AGENT_STATE, else $XDG_STATE_HOME/cuda-agent-mcp (a relative
+    one is ignored, as the XDG specification says), else ~/.local/state/cuda-agent-mcp."""
+    if value := os.environ.get(STATE_ENV):
+        return Path(value).expanduser().absolute()
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):
+        base = str(Path.home() / ".local" / "state")
+    return Path(base) / "cuda-agent-mcp"
+
+
+def default_journal_path() -> Path:
+    """This user's journal, in a state directory made private (0700) to them."""
+    directory = default_state_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = directory.stat()
+    if info.st_uid == os.geteuid() and info.st_mode & 0o077:
+        directory.chmod(0o700)  # made by an older version, or by hand: nobody else reads the journal
+    return directory / JOURNAL_FILE
+
+
+def legacy_journal_path(cache_dir: Path) -> Path:
+    """Where versions before issue 26 kept the journal: in the build cache, which may be shared."""
+    return cache_dir / JOURNAL_FILE
+
+
 class Journal:
     """One SQLite file; safe to share between the threads and sessions of a process."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not path.exists():
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # private before the first byte
+        elif (info := path.stat()).st_uid == os.geteuid() and info.st_mode & 0o077:
+            path.chmod(0o600)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")

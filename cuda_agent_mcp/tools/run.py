@@ -97,13 +97,17 @@ def limit_reached(process: ProcessResult, outcome: QuotaOutcome, quotas: Session
     """Which quota the command ran into, in words an agent can act on; None when it ran into none."""
     if outcome.quota == "bytes":
         return (
-            f"the workspace reached its quota of {_size(quotas.workspace_bytes)} (writes past it failed with "
+            f"the workspace reached its quota of {_size(quotas.workspace_quota_bytes)} (workspace_quota_bytes; "
+            "writes past it failed with "
             "'No space left on device'): delete files you no longer need, then run again"
         )
     if outcome.quota == "files":
         return f"the workspace reached its quota of {quotas.files} files and directories: delete some, then run again"
     if process.returncode == -signal.SIGXFSZ or "File too large" in process.output:
-        return f"a file reached the limit of {_size(quotas.file_bytes)} for one file: write smaller files"
+        return (
+            f"a file reached the limit of {_size(quotas.command_file_bytes)} for one file a command writes "
+            "(command_file_bytes): write smaller files"
+        )
     if process.returncode == -signal.SIGXCPU:
         return f"a process used its {quotas.cpu_seconds:g} CPU seconds and was stopped"
     if outcome.forks_refused:

@@ -35,7 +35,7 @@ from cuda_agent_mcp.isolation.containers import IMAGE_ENV
 from cuda_agent_mcp.isolation.quota import SessionQuotas
 from cuda_agent_mcp.isolation.worker_containers import gpu_worker_problem, judge_gpu
 from cuda_agent_mcp.tasks import Task
-from cuda_agent_mcp.tools.journal import Journal, open_journal
+from cuda_agent_mcp.tools.journal import Journal, default_journal_path, open_journal
 from cuda_agent_mcp.workspace import Workspace
 
 
@@ -56,7 +56,8 @@ class Session:
     # per process, shared by all its sessions (evaluation/judge_client.py).
     judges: Judges = field(default_factory=lambda: judges_for(default_cache_dir()))
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    # Every evaluation result, written before it is returned (default: journal.sqlite in the cache dir).
+    # Every evaluation result, written before it is returned (default: the user's own journal, in their
+    # state directory: never the cache, which may be shared).
     journal: Journal = None  # type: ignore[assignment]  # None: opened in __post_init__
     # None: every evaluation draws secret random seeds. An integer (set by an RL environment or a
     # trainer, never by the agent under test): evaluations draw a fixed sequence derived from it, so an
@@ -77,12 +78,12 @@ class Session:
         if self.executor is None:
             self.executor = default_executor(self.sandbox_policy)
         if self.journal is None:
-            self.journal = open_journal(self.cache_dir / "journal.sqlite")
+            self.journal = open_journal(default_journal_path())
 
     @property
     def sandbox_policy(self) -> SandboxPolicy:
         return SandboxPolicy(
-            max_file_bytes=self.quotas.file_bytes,
+            max_file_bytes=self.quotas.command_file_bytes,
             max_processes=self.quotas.processes,
             max_cpu_seconds=self.quotas.cpu_seconds,
         )

@@ -161,12 +161,30 @@ def _write_readonly(path: Path, text: str) -> None:
 
 
 def _recorded_task_id(root: Path) -> str | None:
+    """The task id recorded when the workspace was laid out; None where nothing was recorded (a folder
+    opened in place). A record that cannot be read is an error, never ignored: the workspace would be
+    judged as another task."""
     meta = root / META_DIR / "workspace.json"
+    repair = (
+        f"delete it (the workspace then counts as its own task, workspace/{root.name}), restore it, or "
+        "lay the workspace out again with `cuda-agent workspace new TASK DIR --overwrite`"
+    )
     try:
-        value = json.loads(meta.read_text()).get("task_id")
-    except (OSError, ValueError, AttributeError):
+        text = meta.read_text(encoding="utf-8")
+    except FileNotFoundError:
         return None
-    return value if isinstance(value, str) else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkspaceError(f"{meta} cannot be read ({exc}): {repair}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WorkspaceError(
+            f"{meta} is not valid JSON (line {exc.lineno} col {exc.colno}): {repair}"
+        ) from None
+    task_id = value.get("task_id") if isinstance(value, dict) else None
+    if not isinstance(task_id, str) or not task_id:
+        raise WorkspaceError(f"{meta} has no task_id (a JSON object with a string task_id): {repair}")
+    return task_id
 
 
 __all__ = [

@@ -124,7 +124,8 @@ def write_tiny_suite(root: Path, cache: Path) -> TinySuite:
 
 
 @pytest.fixture
-def tiny_suite(tmp_path: Path, shared_build_cache: Path) -> TinySuite:
+def tiny_suite(tmp_path: Path, shared_build_cache: Path, monkeypatch: pytest.MonkeyPatch) -> TinySuite:
+    monkeypatch.setenv("CUDA_AGENT_STATE", str(tmp_path / "state"))  # this test's own journal
     cache = tmp_path / "cache"
     cache.mkdir()
     # Compiled objects are shared by the whole test run (torch-header compiles are paid once); the

@@ -16,7 +16,7 @@ import pytest
 
 from cuda_agent_mcp.bench import SolutionSpec, SuiteProgress, SuiteRequest, run_suite, summary_of
 from cuda_agent_mcp.errors import UsageError
-from cuda_agent_mcp.tools.journal import open_journal
+from cuda_agent_mcp.tools.journal import default_journal_path, open_journal
 from tests.bench.conftest import EAGER_MS, TinySuite
 from tests.conftest import REPO
 
@@ -38,7 +38,7 @@ def request(suite: TinySuite, out: Path, **changes: object) -> SuiteRequest:
 
 
 def evaluations(suite: TinySuite) -> list[str]:
-    journal = open_journal(suite.cache / "journal.sqlite")
+    journal = open_journal(default_journal_path())
     return [r.task_id for r in journal.records(limit=1000) if r.kind == "evaluate"]
 
 

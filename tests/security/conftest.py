@@ -60,6 +60,11 @@ class Server:
     url: str = ""
     process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def journal(self) -> Path:
+        """The server's journal: its user's own, in the state directory of its home (never the cache)."""
+        return self.home / ".local" / "state" / "cuda-agent-mcp" / "journal.sqlite"
+
     @contextlib.asynccontextmanager
     async def client(self, token: str = ALICE) -> AsyncIterator[Client]:
         if self.transport == "stdio":

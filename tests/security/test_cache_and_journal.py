@@ -86,7 +86,7 @@ def test_a_poisoned_extension_or_object_is_never_handed_to_another_client(http_s
 def test_the_journal_is_out_of_reach_and_an_unreadable_row_is_skipped_not_a_crash(
     http_server: Server,
 ) -> None:
-    journal = http_server.cache / "journal.sqlite"
+    journal = http_server.journal
 
     async def work():  # type: ignore[no-untyped-def]
         async with http_server.client(ALICE) as alice:

@@ -14,7 +14,7 @@ from tests.security.conftest import ALICE, BOB, SSH_KEY, Server, run, start
 def test_a_command_reads_no_shadow_file_no_server_home_no_token_file_and_no_server_state(
     server: Server,
 ) -> None:
-    token_file, journal, cache = server.tokens_file, server.cache / "journal.sqlite", server.cache
+    token_file, journal, cache = server.tokens_file, server.journal, server.cache
     script = (
         f"cat /etc/shadow; cat ~/.ssh/id_ed25519; cat {server.home}/.ssh/id_ed25519; cat {token_file}; "
         f"ls {server.home}; ls {cache}; ls {cache}/objects; head -c 64 {journal}; cat /proc/1/environ; "
