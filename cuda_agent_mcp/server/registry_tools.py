@@ -16,6 +16,7 @@ from typing import Any, cast
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from cuda_agent_mcp.results import BuildResult, EvalResult, ProfileResult, VerifyResult
@@ -56,6 +57,15 @@ def _as_error(result: BaseModel) -> None:
         raise ToolError(f"{result.limit}\n--- the command's last output ---\n{tail}")
 
 
+def _answer(result: BaseModel) -> CallToolResult:
+    """The result as structured content, and as text the model reads: compact JSON without the fields
+    left unset (the SDK's own text is the same JSON indented, a quarter of it spaces)."""
+    text = result.model_dump_json(exclude_none=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=result.model_dump(mode="json")
+    )
+
+
 def _context(
     tool: Tool, sessions: SessionRegistry, jobs: JobBoard, ctx: Context, session_id: str | None
 ) -> Any:
@@ -93,10 +103,10 @@ def _function(tool: Tool, sessions: SessionRegistry, jobs: JobBoard) -> Callable
                 sessions.keep_result(sid, kind, result)  # the details the view leaves out
                 return view_of(result)
 
-            return await run_as_job(ctx, jobs, kind, sid, work)
+            return _answer(await run_as_job(ctx, jobs, kind, sid, work))
         result = await tool(context, request)
         _as_error(result)
-        return result
+        return _answer(result)
 
     keyword = inspect.Parameter.KEYWORD_ONLY
     before = (

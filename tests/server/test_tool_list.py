@@ -149,3 +149,19 @@ def test_views_leave_out_hashes_and_paths_and_say_the_compiler_log_once() -> Non
     assert "e" * 64 not in _compact_json(evaluated_view) and "a" * 64 not in _compact_json(evaluated_view)
     assert evaluated_view["summary"].startswith("reward 1 (milestones)")
     assert next(iter(evaluated_view)) == "summary"
+
+
+def test_an_answer_is_read_as_compact_json_and_carries_the_same_structure(tmp_path: Path) -> None:
+    server = build_server(SessionRegistry(tmp_path / "sessions", TaskCatalog(), cache_dir=tmp_path / "cache"))
+
+    async def work():
+        async with Client(server) as client:
+            return await client.call_tool("list_tasks", {})
+
+    answer = anyio.run(work)
+    assert not answer.is_error, answer.content
+    text = answer.content[0].text
+    assert "\n" not in text  # not the SDK's indented dump
+    read = json.loads(text)
+    assert read["total"] == answer.structured_content["total"] >= 1
+    assert read["tasks"][0]["id"] == answer.structured_content["tasks"][0]["id"]
