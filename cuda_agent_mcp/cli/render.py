@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.syntax import Syntax
 
 from cuda_agent_mcp.cli.tables import Column, print_fields, print_panel, print_table
-from cuda_agent_mcp.results import BuildResult, ProfileResult, Verdict, VerifyResult
+from cuda_agent_mcp.results import BuildResult, Diagnostic, ProfileResult, Verdict, VerifyResult
 from cuda_agent_mcp.tasks.fetch import KernelBenchFetch
 from cuda_agent_mcp.tools import SourceAuditResult, TaskAuditResult, TaskDetails, TaskList, WorkspaceInfo
 from cuda_agent_mcp.tools.journal import JournalListing
@@ -172,11 +172,8 @@ def build_report(result: BuildResult, console: Console) -> None:
             title="kernels (ptxas)",
         )
     for d in result.diagnostics:
-        where = d.file or d.tool
-        if d.line is not None:
-            where += f":{d.line}" + (f":{d.column}" if d.column else "")
         colour = {"error": "red", "warning": "yellow", "note": "blue"}[d.severity]
-        console.print(f"[{colour}]{d.severity}[/] {escape(where)}: {escape(d.message)}", soft_wrap=True)
+        console.print(f"[{colour}]{d.severity}[/] {escape(_where(d))}: {escape(d.message)}", soft_wrap=True)
     if result.ignored_protected_files:
         console.print(
             f"[yellow]ignored edits to protected files:[/] {', '.join(result.ignored_protected_files)}"
@@ -193,13 +190,24 @@ def verdict_report(title: str, verdict: Verdict, console: Console, *, extra: lis
     """One panel: the verdict's status, what it says, and the tool's own lines."""
     colour = "green" if verdict.status == "passed" else "red"
     lines = [f"[{colour}]{verdict.status}[/]"]
-    for field, value in verdict.model_dump(exclude={"status"}).items():
+    for field, value in verdict.model_dump(exclude={"status", "diagnostics"}).items():
         if any(line.startswith(f"{field}: ") for line in extra):
             continue  # the tool's own line says it (verify's "trials: 5 (normal, ...)")
         if value not in (None, "", [], {}):
             text = value if isinstance(value, str) else repr(value)
             lines.append(f"{field}: {escape(text[-1500:])}")
+    # A compile failure's diagnostics as the compiler wrote them, one a line (not a list's repr).
+    lines += [
+        f"{d.severity} {escape(_where(d))}: {escape(d.message)}" for d in getattr(verdict, "diagnostics", [])
+    ]
     print_panel(console, title, "\n".join(lines + extra))
+
+
+def _where(d: Diagnostic) -> str:
+    where = d.file or d.tool
+    if d.line is not None:
+        where += f":{d.line}" + (f":{d.column}" if d.column else "")
+    return where
 
 
 def verify_lines(result: VerifyResult) -> list[str]:

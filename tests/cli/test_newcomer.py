@@ -16,7 +16,7 @@ from cuda_agent_mcp.build import BuildProgress
 from cuda_agent_mcp.cli import render
 from cuda_agent_mcp.cli.app import _compile_lines
 from cuda_agent_mcp.cli.progress import step
-from cuda_agent_mcp.results import BuildResult, Passed, VerifyResult
+from cuda_agent_mcp.results import BuildResult, CompileFailed, Diagnostic, Passed, VerifyResult
 from tests.cli.first_hour import cuda_agent, no_traceback, one_json, one_line_error
 
 UNREACHABLE = "http://127.0.0.1:9/ScalingIntelligence/KernelBench"
@@ -200,3 +200,18 @@ def test_the_build_timing_is_never_glued_onto_a_compiler_message() -> None:
     assert any(line.endswith(message) for line in lines), lines  # verbatim, nothing after it
     assert "0.52 s, sm_90a" in lines
     assert not any(" in 0.52" in line or "(0.52 s)" in line for line in lines)
+
+
+def test_a_compile_failed_verdict_lists_the_compiler_messages_verbatim_not_a_repr() -> None:
+    message = 'identifier "blockDim_x" is undefined'
+    verdict = CompileFailed(
+        summary="1 error(s) in kernels/relu.cu",
+        diagnostics=[
+            Diagnostic(file="kernels/relu.cu", line=7, severity="error", message=message, tool="nvcc")
+        ],
+    )
+    console, buffer = _console()
+    render.verdict_report("verify", verdict, console, extra=[])
+    lines = [line.strip() for line in buffer.getvalue().splitlines()]
+    assert f"error kernels/relu.cu:7: {message}" in lines, lines
+    assert "Diagnostic" not in buffer.getvalue() and "'severity'" not in buffer.getvalue()
