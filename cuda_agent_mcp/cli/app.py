@@ -7,7 +7,6 @@ import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable
-from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -43,12 +42,14 @@ from cuda_agent_mcp.cli.common import (
 from cuda_agent_mcp.cli.common import emit_json as _emit_json
 from cuda_agent_mcp.cli.common import run as _run
 from cuda_agent_mcp.cli.judge_commands import judges_app
+from cuda_agent_mcp.cli.progress import Step, step
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.evaluation.judge_client import want_service_started
 from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.executors.sandboxed import REDUCED_ISOLATION_ENV
 from cuda_agent_mcp.results import BuildResult, ProfileResult, VerifyResult
 from cuda_agent_mcp.tasks import TaskCatalog
+from cuda_agent_mcp.tasks.fetch import fetch_kernelbench
 from cuda_agent_mcp.tools import (
     CompileRequest,
     EvaluateRequest,
@@ -138,7 +139,10 @@ def tasks_show(
     """Show one task: metadata, input shapes, what a candidate must satisfy (tolerance, precision, the
     hidden-size plan), reference source."""
     catalog = guarded(_catalog, tasks, as_json=json)
-    with err.status("inspecting the task", spinner="dots") if inspect and not json else nullcontext():
+    doing = (
+        f"inspecting {task} (its entry points run on meta in a child process)" if inspect else "loading tasks"
+    )
+    with step(doing, quiet=json):
         details = _run(lambda: show_task(catalog, task, inspect=inspect), as_json=json)
     _emit_json(details) if json else render.task_details(details, out, show_code=code)
 
@@ -165,9 +169,10 @@ def tasks_audit(
     async def work() -> TaskAuditResult:
         with tempfile.TemporaryDirectory(prefix="cuda-agent-audit-") as tmp:
             session = Session.create(catalog.get(task), Path(tmp) / "ws")
-            return await audit_task(session, request)
+            return await audit_task(session, request, progress=shown.update)
 
-    result = _run(work, as_json=json)
+    with step(f"auditing {task}", quiet=json) as shown:
+        result = _run(work, as_json=json)
     if json:
         _emit_json(result)
     else:
@@ -176,6 +181,24 @@ def tasks_audit(
         raise typer.Exit(1)
     if result.verdict == "unknown":
         raise typer.Exit(3)
+
+
+@tasks_app.command("fetch", short_help="Download KernelBench's problems (git clone, else the tarball).")
+def tasks_fetch(
+    dest: Annotated[
+        Path | None,
+        typer.Option(help="where the repository goes (default: KernelBench under the cache directory)"),
+    ] = None,
+    json: JsonOption = False,
+) -> None:
+    """Download KernelBench (github.com/ScalingIntelligence/KernelBench) with a shallow git clone, else its tarball. In the default
+    place every command finds its tasks (ids like kernelbench/level1/19) without --tasks; elsewhere, pass
+    --tasks DEST/KernelBench. Nothing is downloaded when it is already there."""
+    with step("downloading KernelBench (git clone --depth 1, else the tarball)", quiet=json):
+        fetched = guarded(fetch_kernelbench, dest, as_json=json)
+    _emit_json(fetched) if json else out.print(
+        render.kernelbench_fetched(fetched), highlight=False, soft_wrap=True
+    )
 
 
 @app.command("audit", short_help="Static audit of a workspace's sources (no build, no GPU).")
@@ -202,7 +225,11 @@ def workspace_new(
     """Create a workspace for a task: model.py, model_new.py skeleton, kernels/, harness files, and a
     SKILL.md that ends with this task's rules."""
     catalog = guarded(_catalog, tasks, as_json=json)
-    info = _run(lambda: new_workspace(catalog, task, directory, overwrite=overwrite), as_json=json)
+    doing = (
+        f"inspecting {task} (its entry points run on meta in a child process), then laying out {directory}"
+    )
+    with step(doing, quiet=json):
+        info = _run(lambda: new_workspace(catalog, task, directory, overwrite=overwrite), as_json=json)
     _emit_json(info) if json else out.print(render.workspace_created(info))
 
 
@@ -224,6 +251,9 @@ def compile_command(
         session = Session.open(directory)
         if json:
             return await compile_kernels(session, request)
+        if not err.is_interactive:  # a log or an assistant's pipe: a line per stage, once it is slow
+            with step("planning the build") as shown:
+                return await compile_kernels(session, request, progress=_compile_lines(shown))
         with Progress(
             SpinnerColumn(), TextColumn("{task.description}", table_column=Column(overflow="fold")),
             BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -252,6 +282,18 @@ def _compile_progress(bar: Progress, job: TaskID) -> Callable[[BuildProgress], N
                 names = [HARNESS_BINDING if f == "binding.cpp" else f for f in running]
                 description = "compiling " + ", ".join(names)
         bar.update(job, description=escape(description), completed=event.done, total=event.total or None)
+
+    return on_progress
+
+
+def _compile_lines(shown: Step) -> Callable[[BuildProgress], None]:
+    """The same stages as the bar, as lines: the plan, each file as it starts, the link."""
+
+    def on_progress(event: BuildProgress) -> None:
+        if event.stage == "compile" and event.file is not None and event.message.startswith("compiling"):
+            shown.update("compiling " + (HARNESS_BINDING if event.file == "binding.cpp" else event.file))
+        elif event.stage in ("plan", "link"):
+            shown.update(event.message)
 
     return on_progress
 

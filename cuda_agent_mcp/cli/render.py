@@ -9,7 +9,8 @@ from rich.markup import escape
 from rich.syntax import Syntax
 
 from cuda_agent_mcp.cli.tables import Column, print_fields, print_panel, print_table
-from cuda_agent_mcp.results import BuildResult, ProfileResult, Verdict, VerifyResult
+from cuda_agent_mcp.results import BuildResult, Diagnostic, ProfileResult, Verdict, VerifyResult
+from cuda_agent_mcp.tasks.fetch import KernelBenchFetch
 from cuda_agent_mcp.tools import SourceAuditResult, TaskAuditResult, TaskDetails, TaskList, WorkspaceInfo
 from cuda_agent_mcp.tools.journal import JournalListing
 
@@ -65,7 +66,18 @@ def task_details(details: TaskDetails, console: Console, *, show_code: bool) -> 
             fields.append((RULE_LABELS.get(name, name.lower()), escape(text)))
     print_fields(console, fields)
     if show_code:
-        console.print(Syntax(task.code, "python", line_numbers=True))
+        source_code(task.code, console)
+
+
+def source_code(code: str, console: Console) -> None:
+    """Every character of every line: wrapped under its line number on a terminal, as-is otherwise."""
+    if console.is_terminal:
+        console.print(Syntax(code, "python", line_numbers=True, word_wrap=True))
+        return
+    lines = code.rstrip("\n").splitlines()
+    width = len(str(len(lines)))
+    text = "\n".join(f"{n:>{width}}  {line}" for n, line in enumerate(lines, start=1))
+    console.print(text, markup=False, highlight=False, soft_wrap=True, crop=False)
 
 
 RULE_LABELS = {"Vendor libraries": "libraries"}
@@ -120,6 +132,18 @@ def workspace_created(info: WorkspaceInfo) -> str:
     )
 
 
+def kernelbench_fetched(fetched: KernelBenchFetch) -> str:
+    tree = escape(fetched.tasks_path)
+    where = "already in" if fetched.method == "present" else f"downloaded ({fetched.method}) to"
+    use = (
+        "every command finds it there: cuda-agent tasks list --level 1"
+        if fetched.found_by_default
+        else f"use it with --tasks {tree} (or CUDA_AGENT_TASKS={tree})"
+    )
+    count = f"{fetched.tasks} task" + ("" if fetched.tasks == 1 else "s")
+    return f"KernelBench ({count}) {where} {tree}\n{use}"
+
+
 def build_report(result: BuildResult, console: Console) -> None:
     styles = {"compiled": "green", "cached": "dim", "failed": "red", "timed_out": "red"}
     print_table(
@@ -148,17 +172,15 @@ def build_report(result: BuildResult, console: Console) -> None:
             title="kernels (ptxas)",
         )
     for d in result.diagnostics:
-        where = d.file or d.tool
-        if d.line is not None:
-            where += f":{d.line}" + (f":{d.column}" if d.column else "")
         colour = {"error": "red", "warning": "yellow", "note": "blue"}[d.severity]
-        console.print(f"[{colour}]{d.severity}[/] {escape(where)}: {escape(d.message)}", soft_wrap=True)
+        console.print(f"[{colour}]{d.severity}[/] {escape(_where(d))}: {escape(d.message)}", soft_wrap=True)
     if result.ignored_protected_files:
         console.print(
             f"[yellow]ignored edits to protected files:[/] {', '.join(result.ignored_protected_files)}"
         )
     status = "[green]ok[/]" if result.ok else f"[red]failed ({result.failure})[/]"
-    body = f"{status} {escape(result.summary)} in {result.wall_s:.2f} s, {result.arch}"
+    # The summary may end with a compiler's own words: it gets its line, the timing the next one.
+    body = f"{status}: {escape(result.summary)}\n{result.wall_s:.2f} s, {result.arch}"
     if result.workspace_extension_path:
         body += f"\n{result.workspace_extension_path}"
     print_panel(console, "compile", body)
@@ -168,11 +190,24 @@ def verdict_report(title: str, verdict: Verdict, console: Console, *, extra: lis
     """One panel: the verdict's status, what it says, and the tool's own lines."""
     colour = "green" if verdict.status == "passed" else "red"
     lines = [f"[{colour}]{verdict.status}[/]"]
-    for field, value in verdict.model_dump(exclude={"status"}).items():
+    for field, value in verdict.model_dump(exclude={"status", "diagnostics"}).items():
+        if any(line.startswith(f"{field}: ") for line in extra):
+            continue  # the tool's own line says it (verify's "trials: 5 (normal, ...)")
         if value not in (None, "", [], {}):
             text = value if isinstance(value, str) else repr(value)
             lines.append(f"{field}: {escape(text[-1500:])}")
+    # A compile failure's diagnostics as the compiler wrote them, one a line (not a list's repr).
+    lines += [
+        f"{d.severity} {escape(_where(d))}: {escape(d.message)}" for d in getattr(verdict, "diagnostics", [])
+    ]
     print_panel(console, title, "\n".join(lines + extra))
+
+
+def _where(d: Diagnostic) -> str:
+    where = d.file or d.tool
+    if d.line is not None:
+        where += f":{d.line}" + (f":{d.column}" if d.column else "")
+    return where
 
 
 def verify_lines(result: VerifyResult) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cuda_agent_mcp.errors import TaskLoadError, TaskNotFound
 from cuda_agent_mcp.tasks.dataset import load_dataset
+from cuda_agent_mcp.tasks.fetch import fetched_tree
 from cuda_agent_mcp.tasks.kernelbench import is_kernelbench_tree, load_kernelbench
 from cuda_agent_mcp.tasks.model import Task, TaskSource
 from cuda_agent_mcp.tasks.single_file import load_task_file, read_source, task_from_source
@@ -72,9 +73,11 @@ class TaskCatalog:
 
     @classmethod
     def from_environment(cls, extra: Sequence[str | Path] = ()) -> TaskCatalog:
-        """The bundled examples, then the sources in $CUDA_AGENT_TASKS (os.pathsep-separated), then `extra`."""
+        """The bundled examples, then KernelBench where `cuda-agent tasks fetch` puts it (if it is there),
+        then the sources in $CUDA_AGENT_TASKS (os.pathsep-separated), then `extra`."""
         configured = [p for p in os.environ.get(TASKS_ENV, "").split(os.pathsep) if p]
-        return cls([*configured, *extra])
+        fetched = fetched_tree()
+        return cls([*([fetched] if fetched else []), *configured, *extra])
 
     @cached_property
     def _tasks(self) -> dict[str, Task]:

@@ -1,11 +1,16 @@
 """Run a reference program's entry points on the meta device, in a child process, to check what they return.
 
 Inputs are made on `meta`, so a task whose inputs are many gigabytes costs nothing to inspect, and the
-reference never runs inside the caller's process.
+reference never runs inside the caller's process. The child spends seconds importing torch (6-11 s on a
+cold disk), so a report is kept in the cache directory under what decides it: the reference's code, the
+torch version and the probe's own code. `tasks show` then `workspace new` pay for one probe, not two.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -59,6 +64,40 @@ class ProbeReport(BaseModel):
 
 async def probe_task(task: Task, *, timeout_s: float = 120.0) -> ProbeReport:
     """Check that Model builds and get_inputs() returns tensors; raise TaskLoadError if not."""
+    kept = _kept_report_path(task)
+    try:
+        return ProbeReport.model_validate_json(kept.read_text())
+    except (OSError, ValueError):
+        pass  # not probed yet (or an unreadable file): probe now
+    report = await _probe(task, timeout_s=timeout_s)
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial = kept.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(report.model_dump_json())
+        partial.replace(kept)  # atomic: a concurrent reader sees the whole report or none
+    except OSError:
+        pass  # a read-only cache costs the next call a probe, nothing else
+    return report
+
+
+def _kept_report_path(task: Task) -> Path:
+    """Where a successful report for this code, this torch and this probe is kept."""
+    from cuda_agent_mcp.build.flags import default_cache_dir  # build imports tasks: import when called
+
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = "none"
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for part in (task.code, torch_version, sys.version):
+        digest.update(part.encode() + b"\0")
+    for code in (here / "probe.py", here / "_probe_child.py", here.parent / "judge" / "sizes.py"):
+        digest.update(code.read_bytes() + b"\0")
+    return default_cache_dir() / "probes" / f"{digest.hexdigest()}.json"
+
+
+async def _probe(task: Task, *, timeout_s: float) -> ProbeReport:
     with tempfile.TemporaryDirectory(prefix="cuda-agent-probe-") as tmp:
         model_path = Path(tmp) / "model.py"
         model_path.write_text(task.code)

@@ -12,6 +12,7 @@ audit's verdict is then "unknown", never "sound".
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, assert_never
 
@@ -98,14 +99,21 @@ class TaskAuditRequest(BaseModel):
     )
 
 
-async def audit_task(session: Session, request: TaskAuditRequest | None = None) -> TaskAuditResult:
+async def audit_task(
+    session: Session,
+    request: TaskAuditRequest | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> TaskAuditResult:
     """Run every null candidate through verify; the task is weak if any of them passes, and the audit
-    is unknown (not sound) if any of them could not be judged."""
+    is unknown (not sound) if any of them could not be judged. `progress` hears which one is running."""
     request = request or TaskAuditRequest()
     require_gpu(request.device, scheduler=session.scheduler)
     policy = session.task.policy.tolerance
     results = []
-    for name, expression in NULL_OUTPUTS.items():
+    for number, (name, expression) in enumerate(NULL_OUTPUTS.items(), start=1):
+        if progress is not None:
+            progress(f"auditing {session.task.id}: null candidate {number}/{len(NULL_OUTPUTS)} ({name})")
 
         def stage(target: Path, expression: str = expression) -> None:
             (target / "task_reference.py").write_text(session.workspace.reference_code)

@@ -73,3 +73,32 @@ def test_a_reference_that_hangs_is_stopped() -> None:
     code = GOOD.replace("return [torch.randn(4, 4)]", "while True: pass")
     with pytest.raises(TaskLoadError, match="longer than"):
         anyio.run(lambda: probe_task(_task(code), timeout_s=8))
+
+
+def test_a_report_is_kept_so_the_same_code_is_probed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tasks show` then `workspace new` of one task: the second pays no child process (torch, seconds)."""
+    from cuda_agent_mcp.tasks import probe as probe_module
+
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    first = anyio.run(probe_task, _task(GOOD))
+    assert len(list((tmp_path / "cache" / "probes").glob("*.json"))) == 1
+
+    async def no_child(task: object, *, timeout_s: float) -> None:
+        raise AssertionError("probed again")
+
+    monkeypatch.setattr(probe_module, "_probe", no_child)
+    assert anyio.run(probe_task, _task(GOOD)) == first
+    with pytest.raises(AssertionError, match="probed again"):  # other code: no kept report
+        anyio.run(probe_task, _task(GOOD + "\n# changed\n"))
+
+
+def test_a_failed_probe_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(TaskLoadError):
+        anyio.run(
+            probe_task,
+            _task(GOOD.replace("def get_inputs():", "def get_inputs():\n    raise ValueError('no')")),
+        )
+    assert not list((tmp_path / "cache").rglob("*.json"))
