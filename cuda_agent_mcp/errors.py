@@ -139,8 +139,8 @@ class GpuUnavailable(InfraError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(
-            f"no GPU is visible here ({reason}): device cuda needs an NVIDIA GPU; run on a GPU machine, "
-            "or use device cpu (--device cpu) for a pure-PyTorch ModelNew"
+            f"no GPU is visible here ({reason}): CUDA kernels need an NVIDIA GPU, so run on a GPU machine; "
+            "device cpu (--device cpu) checks pure-PyTorch candidates only (a ModelNew with no kernel sources)"
         )
 
 

@@ -49,6 +49,7 @@ from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.results import EvalResult
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import EvaluateRequest, Session, compile_kernels, evaluate_kernels
+from cuda_agent_mcp.tools.cpu_path import python_only
 from cuda_agent_mcp.tools.gpu import visible_gpu_scheduler
 
 T = TypeVar("T")
@@ -321,7 +322,8 @@ class _Context:
             build = await compile_kernels(session)
         stats = build_stats(build)
         common = {"solution": solution, "solution_digest": solution_digest, "build": stats}
-        if not build.ok:
+        # On the CPU a solution without kernel sources is a pure-PyTorch ModelNew (as for verify).
+        if not build.ok and not python_only(build, self.request.device):
             return simple_row(task, kind, solution, "incorrect", "compile_failed", build.summary).model_copy(
                 update={**common, "wall_s": round(time.monotonic() - started, 3)}
             )

@@ -42,6 +42,17 @@ from cuda_agent_mcp.cli.common import (
 from cuda_agent_mcp.cli.common import emit_json as _emit_json
 from cuda_agent_mcp.cli.common import run as _run
 from cuda_agent_mcp.cli.judge_commands import judges_app
+from cuda_agent_mcp.cli.options import (
+    AuditOption,
+    BaselinesOption,
+    BudgetOption,
+    CallTimeoutOption,
+    DeviceOption,
+    PrecisionCheckOption,
+    StrictOption,
+    TorchGlueOption,
+    TrialsOption,
+)
 from cuda_agent_mcp.cli.progress import Step, step
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.evaluation.judge_client import want_service_started
@@ -70,6 +81,7 @@ from cuda_agent_mcp.tools import (
     show_task,
     verify_kernels,
 )
+from cuda_agent_mcp.tools.cpu_path import check_cpu_candidate
 from cuda_agent_mcp.tools.gpu import visible_gpu_scheduler
 from cuda_agent_mcp.tools.journal import (
     JournalListing,
@@ -302,67 +314,113 @@ HARNESS_BINDING = "binding.cpp (the harness's, once per toolchain: 20-30 s)"
 
 
 DirectoryArgument = Annotated[Path, typer.Argument(help="workspace directory")]
-DeviceOption = Annotated[
-    str,
-    typer.Option(
-        help="cuda (needs a GPU), or cpu: ModelNew runs on the CPU, where a pure-PyTorch ModelNew needs "
-        "no kernel sources (and --no-audit, since the audit refuses PyTorch compute)"
-    ),
-]
-AuditOption = Annotated[
-    bool,
-    typer.Option("--audit/--no-audit", help="refuse PyTorch compute in ModelNew (static and at run time)"),
-]
 
 
 @app.command("verify", short_help="Check ModelNew against Model (GPU, or --device cpu).")
 def verify_command(
     directory: DirectoryArgument = Path("."),
-    trials: Annotated[int, typer.Option(help="input sets, each from a fresh secret seed")] = 5,
-    strict: Annotated[bool, typer.Option(help="fp32 tolerance 1e-4 instead of 1e-2")] = False,
+    trials: TrialsOption = 5,
+    strict: StrictOption = False,
     device: DeviceOption = "cuda",
     audit: AuditOption = True,
+    torch_glue: TorchGlueOption = False,
+    precision_check: PrecisionCheckOption = None,
+    call_timeout: CallTimeoutOption = 30.0,
     json: JsonOption = False,
 ) -> None:
     """Build, then check ModelNew against Model in a separate worker process. Exit 1 unless it passes."""
     want_service_started()
-    request = guarded(VerifyRequest, trials=trials, strict=strict, device=device, audit=audit, as_json=json)
-    result = _run(lambda: verify_kernels(Session.open(directory), request), as_json=json)
+    request = guarded(
+        VerifyRequest,
+        trials=trials,
+        strict=strict,
+        device=device,
+        audit=audit,
+        torch_glue=torch_glue,
+        precision_check=precision_check,
+        call_timeout_s=call_timeout,
+        as_json=json,
+    )
+    session = _cpu_checked(directory, device, as_json=json)
+    result = _run(lambda: verify_kernels(session, request), as_json=json)
     _finish("verify", result, render.verify_lines(result), as_json=json)
 
 
-@app.command("profile", short_help="Time ModelNew, PyTorch eager and torch.compile (GPU).")
+@app.command("profile", short_help="Time ModelNew, PyTorch eager and torch.compile (GPU, or --device cpu).")
 def profile_command(
     directory: DirectoryArgument = Path("."),
-    baselines: Annotated[str, typer.Option(help="cached, measure or skip")] = "cached",
+    baselines: BaselinesOption = "cached",
+    budget: BudgetOption = 2.0,
     device: DeviceOption = "cuda",
+    audit: AuditOption = True,
+    torch_glue: TorchGlueOption = False,
+    precision_check: PrecisionCheckOption = None,
+    call_timeout: CallTimeoutOption = 30.0,
     json: JsonOption = False,
 ) -> None:
     """Build, then time ModelNew, PyTorch eager and torch.compile. Exit 1 unless timing succeeded."""
     want_service_started()
-    request = guarded(ProfileRequest, baselines=baselines, device=device, as_json=json)
-    result = _run(lambda: profile_kernels(Session.open(directory), request), as_json=json)
+    request = guarded(
+        ProfileRequest,
+        baselines=baselines,
+        budget_s=budget,
+        device=device,
+        audit=audit,
+        torch_glue=torch_glue,
+        precision_check=precision_check,
+        call_timeout_s=call_timeout,
+        as_json=json,
+    )
+    session = _cpu_checked(directory, device, as_json=json)
+    result = _run(lambda: profile_kernels(session, request), as_json=json)
     _finish("profile", result, render.profile_lines(result), as_json=json)
 
 
 @app.command("eval", short_help="verify + profile + reward (GPU, or --device cpu).")
 def eval_command(
     directory: DirectoryArgument = Path("."),
+    trials: TrialsOption = 5,
+    strict: StrictOption = False,
+    baselines: BaselinesOption = "cached",
+    budget: BudgetOption = 2.0,
     device: DeviceOption = "cuda",
     audit: AuditOption = True,
+    torch_glue: TorchGlueOption = False,
+    precision_check: PrecisionCheckOption = None,
+    call_timeout: CallTimeoutOption = 30.0,
     json: JsonOption = False,
 ) -> None:
     """verify + profile + reward (the paper's milestones: -1, 1, 2, 3)."""
     want_service_started()
     request = guarded(
-        # The option's string: the models validate it, and guarded() makes a refusal a usage error.
+        # The options' strings: the models validate them, and guarded() makes a refusal a usage error.
         lambda: EvaluateRequest(
-            verify=VerifyRequest(device=device, audit=audit, sanitize="auto"),  # type: ignore[arg-type]
-            profile=ProfileRequest(device=device),  # type: ignore[arg-type]
+            verify=VerifyRequest.model_validate(
+                {
+                    "trials": trials,
+                    "strict": strict,
+                    "device": device,
+                    "audit": audit,
+                    "torch_glue": torch_glue,
+                    "precision_check": precision_check,
+                    "call_timeout_s": call_timeout,
+                    "sanitize": "auto",
+                }
+            ),
+            profile=ProfileRequest.model_validate(
+                {
+                    "baselines": baselines,
+                    "budget_s": budget,
+                    "device": device,
+                    "precision_check": precision_check,
+                    "call_timeout_s": call_timeout,
+                }
+            ),
         ),
         as_json=json,
     )
-    result = _run(lambda: evaluate_kernels(Session.open(directory), request), as_json=json)
+    session = _cpu_checked(directory, device, as_json=json)
+    result = _run(lambda: evaluate_kernels(session, request), as_json=json)
     if json:
         _emit_json(result)
     else:
@@ -374,6 +432,14 @@ def eval_command(
         out.print(f"reward ({result.reward_schedule}): [bold]{result.reward:g}[/]")
     if result.reward < 0:
         raise typer.Exit(1)
+
+
+def _cpu_checked(directory: Path, device: str, *, as_json: bool) -> Session:
+    """The workspace's session, after refusing (one line, exit 2) a CPU run of a candidate that needs a
+    GPU: its kernels would be built, then fail on the first CPU tensor (tools/cpu_path.py)."""
+    session = guarded(Session.open, directory, as_json=as_json)
+    guarded(check_cpu_candidate, session.workspace, device, as_json=as_json)
+    return session
 
 
 @app.command("serve", short_help="Run the MCP server (stdio, or --http with bearer tokens).")

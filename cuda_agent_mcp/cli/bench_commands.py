@@ -1,6 +1,7 @@
 """`cuda-agent bench`: score a task set's solutions (run), read a run back (show, report), and measure the
 committed baseline table (baselines). Exit codes: 0 the run is complete; 1 it is not (interrupted, or
-tasks left with infrastructure errors: run the same command again); 2 usage; 3 infrastructure."""
+tasks left with infrastructure errors: run the same command again), or no selected task's solution could be
+judged (missing, not imported or not built); 2 usage; 3 infrastructure."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -37,7 +38,8 @@ from cuda_agent_mcp.bench.rundir import read_run
 from cuda_agent_mcp.bench.selection import select_tasks
 from cuda_agent_mcp.bench.summary import run_directory
 from cuda_agent_mcp.build import default_cache_dir
-from cuda_agent_mcp.cli.common import emit_json, err, guarded, out, run
+from cuda_agent_mcp.cli.common import describe_validation, emit_json, err, guarded, out, run
+from cuda_agent_mcp.cli.options import AuditOption, BudgetOption, DeviceOption, TrialsOption
 
 bench_app = typer.Typer(
     help="Score a task set's solutions: pass rate, fast_p, geomean speedups, SOL, and an HTML report.",
@@ -56,7 +58,9 @@ IdOption = Annotated[list[str] | None, typer.Option("--id", help="only this task
 IdsFileOption = Annotated[Path | None, typer.Option(help="only the task ids in this file, one per line")]
 LimitOption = Annotated[int | None, typer.Option(min=1, help="only the first N selected tasks")]
 ContainsOption = Annotated[str | None, typer.Option(help="only ids or names containing this")]
-DeviceOption = Annotated[str, typer.Option(help="cuda, or cpu (pure-PyTorch or tiny tasks, e.g. in CI)")]
+BaselinesDeviceOption = Annotated[
+    str, typer.Option(help="cuda, or cpu (pure-PyTorch or tiny tasks, e.g. in CI)")
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON object instead of tables")]
 
 
@@ -109,14 +113,14 @@ def bench_run(
         bool,
         typer.Option(help="leave out selected tasks without a solution instead of counting them as failed"),
     ] = False,
-    rules: Annotated[str, typer.Option(help="cuda-agent (the paper's rules) or kernelbench")] = "cuda-agent",
-    device: DeviceOption = "cuda",
-    no_audit: Annotated[
-        bool,
+    rules: Annotated[
+        str,
         typer.Option(
-            "--no-audit", help="accept PyTorch compute in ModelNew (CPU runs of PyTorch candidates)"
+            help="cuda-agent (the paper's rules) or kernelbench (verify's --torch-glue, 1e-2, no precision check)"
         ),
-    ] = False,
+    ] = "cuda-agent",
+    device: DeviceOption = "cuda",
+    audit: AuditOption = True,
     out_dir: Annotated[
         Path, typer.Option("--out", help="the report directory (the same again resumes)")
     ] = Path("bench-report"),
@@ -124,8 +128,8 @@ def bench_run(
         bool,
         typer.Option(help="start a new run in --out even if it holds another (its files are moved aside)"),
     ] = False,
-    trials: Annotated[int, typer.Option(min=1, max=100, help="verify trials per task")] = 5,
-    budget: Annotated[float, typer.Option(min=0.1, help="timing budget per implementation, seconds")] = 2.0,
+    trials: TrialsOption = 5,
+    budget: BudgetOption = 2.0,
     concurrency: Annotated[
         int | None, typer.Option(min=1, help="tasks on the GPUs at once (default 2 per GPU)")
     ] = None,
@@ -153,7 +157,7 @@ def bench_run(
             # The options' strings: the model validates them (a usage error below when it refuses).
             rules=rules,  # type: ignore[arg-type]
             device=device,  # type: ignore[arg-type]
-            audit=not no_audit,
+            audit=audit,
             out_dir=str(out_dir),
             trials=trials,
             budget_s=budget,
@@ -163,7 +167,7 @@ def bench_run(
             overwrite=overwrite,
         )
     except ValueError as exc:
-        _usage(str(exc).splitlines()[0] if "validation error" not in str(exc) else _first_error(exc))
+        _usage(describe_validation(exc) if isinstance(exc, ValidationError) else str(exc).splitlines()[0])
     view = None if json else _SuiteBar()
     try:
         with view or _nothing():
@@ -189,11 +193,19 @@ def bench_run(
         out.print(f"report: {result.report_html}")
     if not result.summary.complete:
         raise typer.Exit(1)
+    if result.rows and not any(row.failure not in UNJUDGED for row in result.rows):
+        first = result.rows[0]
+        err.print(
+            f"[red]error:[/] no selected task's solution could be judged ({len(result.rows)} tasks; "
+            f"{escape(first.task_id)}: {first.failure}: {escape(first.message)})",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
 
 
-def _first_error(exc: ValueError) -> str:
-    lines = [line.strip() for line in str(exc).splitlines()]
-    return " ".join(lines[1:3]) if len(lines) > 2 else str(exc)
+# Rows with no verdict behind them: a run made only of these scored nothing.
+UNJUDGED = frozenset({"missing_solution", "import_failed", "compile_failed"})
 
 
 def _solution_spec(
@@ -339,7 +351,7 @@ def bench_baselines(
     id: IdOption = None,
     ids_file: IdsFileOption = None,
     limit: LimitOption = None,
-    device: DeviceOption = "cuda",
+    device: BaselinesDeviceOption = "cuda",
     budget: Annotated[float, typer.Option(min=0.1, help="timing budget per baseline, seconds")] = 2.0,
     compare: Annotated[
         Path | None,

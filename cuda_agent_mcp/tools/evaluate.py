@@ -44,6 +44,7 @@ from cuda_agent_mcp.results import (
     VerifyResult,
 )
 from cuda_agent_mcp.tools.build import CompileRequest, compile_kernels
+from cuda_agent_mcp.tools.cpu_path import python_only
 from cuda_agent_mcp.tools.gpu import require_gpu
 from cuda_agent_mcp.tools.ncu import ncu_pass
 from cuda_agent_mcp.tools.session import Session, judge_env
@@ -114,6 +115,15 @@ class ProfileRequest(BaseModel):
         default=None,
         description="refuse fp32/fp64 timed outputs whose error norm shows lower-precision arithmetic "
         "(None: the task's policy, on by default)",
+    )
+    # The same static audit as verify's, so that profile never times what verify refuses.
+    audit: bool = Field(
+        default=True, description="refuse sources that compute with PyTorch instead of kernels"
+    )
+    torch_glue: bool = Field(
+        default=False,
+        description="the 'kernelbench' rule set: PyTorch ops in ModelNew and host code are allowed (the "
+        "audit's torch_compute rule is off); every other check stays",
     )
 
 
@@ -189,7 +199,7 @@ async def _verify(
 ) -> VerifyResult:
     started = time.monotonic()
     build = await compile_kernels(session, CompileRequest(), progress=progress)
-    if not build.ok and not _python_only(build, request.device):
+    if not build.ok and not python_only(build, request.device):
         return VerifyResult(
             verdict=CompileFailed(summary=build.summary, diagnostics=build.diagnostics),
             source_hash=build.source_hash,
@@ -247,10 +257,17 @@ async def _profile(
 ) -> ProfileResult:
     started = time.monotonic()
     build = await compile_kernels(session, CompileRequest(), progress=progress)
-    if not build.ok and not _python_only(build, request.device):
+    if not build.ok and not python_only(build, request.device):
         return ProfileResult(
             verdict=CompileFailed(summary=build.summary, diagnostics=build.diagnostics),
             source_hash=build.source_hash,
+            wall_s=round(time.monotonic() - started, 3),
+        )
+    if request.audit and (findings := _audit(session, torch_glue=request.torch_glue)):
+        return ProfileResult(
+            verdict=Rejected(reason="forbidden_op", message=_describe(findings), findings=findings),
+            source_hash=build.source_hash,
+            build_key=build.build_key,
             wall_s=round(time.monotonic() - started, 3),
         )
     atol, rtol = _tolerance(session, strict=False)
@@ -344,7 +361,9 @@ async def _evaluate(
             reward=reward(request.reward_schedule, False, None, None),
             reward_schedule=request.reward_schedule,
         )
-    profiled = await profile_kernels(session, request.profile, progress=progress)
+    # Evaluate's audit is its verify's: the profile refuses and allows exactly what the verify did.
+    audit = {"audit": request.verify.audit, "torch_glue": request.verify.torch_glue}
+    profiled = await profile_kernels(session, request.profile.model_copy(update=audit), progress=progress)
     passed = isinstance(profiled.verdict, Passed) and profiled.source_hash == verified.source_hash
     intervals = (profiled.speedup_vs_eager_ci, profiled.speedup_vs_compile_ci)
     value = reward(
@@ -382,12 +401,6 @@ def _audit(session: Session, *, torch_glue: bool = False) -> list[AuditFinding]:
     if torch_glue:
         findings = [f for f in findings if f.rule != "torch_compute"]
     return [*findings, *reference_copies(candidate_python_files(session), session.workspace.reference_code)]
-
-
-def _python_only(build: BuildResult, device: str) -> bool:
-    """On the CPU a workspace without kernel sources is a pure-PyTorch ModelNew: it runs without an
-    extension (the build's `no_sources` is then no failure). On a GPU it stays a failed build."""
-    return device == "cpu" and build.failure == "no_sources"
 
 
 def _precision_check(session: Session, request: VerifyRequest | ProfileRequest) -> bool:
@@ -535,7 +548,7 @@ def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
             shutil.copyfile(path, target / path.name, follow_symlinks=False)
     if not (target / CANDIDATE_FILE).exists():
         (target / CANDIDATE_FILE).write_text("raise ImportError('the workspace has no model_new.py')\n")
-    if build.extension_path is not None:  # None: a pure-PyTorch candidate on the CPU (_python_only)
+    if build.extension_path is not None:  # None: a pure-PyTorch candidate on the CPU (python_only)
         shutil.copy(build.extension_path, target / f"{EXTENSION_NAME}.so")
 
 

@@ -129,7 +129,7 @@ def test_verify_and_eval_report_verdicts_and_exit_codes(tmp_path: Path, shared_b
     reference.write_text(small)
     workspace = tmp_path / "ws"
     assert cli("workspace", "new", str(reference), str(workspace)).returncode == 0
-    shutil.copytree(EXAMPLES / "relu" / "kernels", workspace / "kernels", dirs_exist_ok=True)
+    # No kernel sources: --device cpu checks pure-PyTorch candidates only (a workspace with kernels is refused).
     (workspace / "model_new.py").write_text(
         "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
         "    def forward(self, x):\n        return x.clamp_min(0)\n"
