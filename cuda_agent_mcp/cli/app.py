@@ -310,6 +310,11 @@ def _compile_lines(shown: Step) -> Callable[[BuildProgress], None]:
     return on_progress
 
 
+def _evaluation_lines(kind: str, shown: Step) -> Callable[[BuildProgress], None]:
+    """An evaluation's steps on the step's line: the build's files, the queue for a GPU, the judge."""
+    return lambda event: shown.update(f"{kind}: {event.message}")
+
+
 HARNESS_BINDING = "binding.cpp (the harness's, once per toolchain: 20-30 s)"
 
 
@@ -341,8 +346,12 @@ def verify_command(
         call_timeout_s=call_timeout,
         as_json=json,
     )
-    session = _cpu_checked(directory, device, as_json=json)
-    result = _run(lambda: verify_kernels(session, request), as_json=json)
+    with step("verify: building", quiet=json) as shown:
+        session = _cpu_checked(directory, device, as_json=json)
+        result = _run(
+            lambda: verify_kernels(session, request, progress=_evaluation_lines("verify", shown)),
+            as_json=json,
+        )
     _finish("verify", result, render.verify_lines(result), as_json=json)
 
 
@@ -371,8 +380,12 @@ def profile_command(
         call_timeout_s=call_timeout,
         as_json=json,
     )
-    session = _cpu_checked(directory, device, as_json=json)
-    result = _run(lambda: profile_kernels(session, request), as_json=json)
+    with step("profile: building", quiet=json) as shown:
+        session = _cpu_checked(directory, device, as_json=json)
+        result = _run(
+            lambda: profile_kernels(session, request, progress=_evaluation_lines("profile", shown)),
+            as_json=json,
+        )
     _finish("profile", result, render.profile_lines(result), as_json=json)
 
 
@@ -419,8 +432,12 @@ def eval_command(
         ),
         as_json=json,
     )
-    session = _cpu_checked(directory, device, as_json=json)
-    result = _run(lambda: evaluate_kernels(session, request), as_json=json)
+    with step("eval: building", quiet=json) as shown:
+        session = _cpu_checked(directory, device, as_json=json)
+        result = _run(
+            lambda: evaluate_kernels(session, request, progress=_evaluation_lines("eval", shown)),
+            as_json=json,
+        )
     if json:
         _emit_json(result)
     else:
