@@ -1,6 +1,6 @@
 """What a slow step shows while it runs, on stderr only: a spinner on an interactive terminal, else a
 plain line once the step has taken `PLAIN_AFTER_S` (so quick steps, and assistants reading the output,
-get no noise), and nothing at all under --json."""
+get no noise); under --json only the terminal's spinner."""
 
 from __future__ import annotations
 
@@ -66,9 +66,12 @@ class Step:
 def step(
     message: str, *, quiet: bool = False, console: Console | None = None, plain_after_s: float = PLAIN_AFTER_S
 ) -> Iterator[Step]:
-    """Show `message` while the block runs (nothing when `quiet`, i.e. --json); the block may `update` it."""
-    if quiet:
+    """Show `message` while the block runs; the block may `update` it. `quiet` (--json) shows it only
+    to a person watching stderr on a terminal: stdout carries the JSON alone either way, and a program
+    reading both streams gets no spinner lines."""
+    shown_on = console or err
+    if quiet and not shown_on.is_terminal:
         yield Step(Console(quiet=True), message, plain_after_s=plain_after_s)
         return
-    with Step(console or err, message, plain_after_s=plain_after_s) as shown:
+    with Step(shown_on, message, plain_after_s=plain_after_s) as shown:
         yield shown

@@ -107,9 +107,14 @@ def test_a_slow_step_shows_a_spinner_on_stderr_and_nothing_on_stdout() -> None:
     assert shown.returncode == 0, shown.stderr
     assert "inspecting examples/relu" in shown.stderr
     assert "inspecting" not in shown.stdout
+    # Under --json stdout is the JSON alone; a person at the terminal still sees the step on stderr,
+    # a program reading both streams does not.
     as_json = cuda_agent("tasks", "show", "examples/relu", "--json", tty=True, interactive=True)
     assert one_json(as_json)["task"]["id"] == "examples/relu"
-    assert "inspecting" not in as_json.stderr + as_json.stdout
+    assert "inspecting" not in as_json.stdout
+    piped = cuda_agent("tasks", "show", "examples/relu", "--json")
+    assert one_json(piped)["task"]["id"] == "examples/relu"
+    assert "inspecting" not in piped.stderr + piped.stdout
 
 
 def test_off_a_terminal_a_step_prints_one_line_once_it_is_slow_and_none_under_json() -> None:
@@ -127,7 +132,9 @@ def test_off_a_terminal_a_step_prints_one_line_once_it_is_slow_and_none_under_js
         "auditing examples/relu: null candidate 2/5 (noise) …",
     ]
     quiet = io.StringIO()
-    with step("downloading", quiet=True, console=Console(file=quiet), plain_after_s=0.0) as shown:
+    with step(
+        "downloading", quiet=True, console=Console(file=quiet, force_terminal=False), plain_after_s=0.0
+    ) as shown:
         shown.update("still downloading")
     assert quiet.getvalue() == ""
 
