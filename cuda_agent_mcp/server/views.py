@@ -149,12 +149,17 @@ def verdict_view(verdict: Verdict) -> VerdictView:
             details=_lines([diagnostic_line(d) for d in verdict.diagnostics]),
         )
     if isinstance(verdict, Crashed):
+        # A Python exception's message is its traceback: its last line says what happened, its last
+        # frames where; the worker's own output follows.
+        lines = [line for line in verdict.message.strip().splitlines() if line.strip()]
+        said = lines[-1] if lines else verdict.kind
+        frames = lines[-9:-1] if len(lines) > 1 else []
         tail = verdict.log_tail.strip().splitlines()[-8:]
         return VerdictView(
             status="crashed",
             reason=verdict.kind,
-            message=f"{verdict.message} (during {verdict.phase})",
-            details=tail,
+            message=f"{said} (during {verdict.phase})",
+            details=_lines(frames + tail),
         )
     if isinstance(verdict, TimedOut):
         return VerdictView(

@@ -165,3 +165,18 @@ def test_an_answer_is_read_as_compact_json_and_carries_the_same_structure(tmp_pa
     read = json.loads(text)
     assert read["total"] == answer.structured_content["total"] >= 1
     assert read["tasks"][0]["id"] == answer.structured_content["tasks"][0]["id"]
+
+
+def test_a_crash_is_said_by_its_exception_line_with_its_last_frames_as_details() -> None:
+    from cuda_agent_mcp.results import Crashed
+    from cuda_agent_mcp.server.views import verdict_view
+
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/cache/judge-home/inbox/025/model_new.py", line 9, in forward\n'
+        "    return relu(x)\n"
+        "RuntimeError: relu: x must be a CUDA tensor\n"
+    )
+    view = verdict_view(Crashed(phase="call", kind="exception", message=traceback, log_tail="worker said hi"))
+    assert view.message == "RuntimeError: relu: x must be a CUDA tensor (during call)"
+    assert view.details[-1] == "worker said hi" and "return relu(x)" in view.details[-2]
