@@ -99,7 +99,9 @@ def main() -> None:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
     ).stdout.strip()
-    result = {"commit": commit or os.environ.get("BENCH_COMMIT", "unknown"), "device": args.device, **rows}
+    # A copy of the tree shipped elsewhere may carry another commit's .git: BENCH_COMMIT names the tree's.
+    commit = os.environ.get("BENCH_COMMIT") or commit or "unknown"
+    result = {"commit": commit, "device": args.device, **rows}
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
 
