@@ -33,6 +33,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 def _loop(tmp_path: Path, cache: Path) -> tuple[str, bool, float | None, bool]:
+    pytest.importorskip("openai")  # the agent loop's client: the [agent] extra, absent on a bare GPU machine
     preset = load_policy("cuda-agent")
     task = load_task_file(EXAMPLE / "model.py", task_id="example/bias_add_relu")
     session = Session.create(task, tmp_path / "ws", cache_dir=cache)
