@@ -12,6 +12,7 @@
     │   └── PolicyError                   a policy preset that cannot be found, read or validated
     └── InfraError                        our fault or the machine's; never the candidate's
         ├── ToolchainMissing              nvcc, the host compiler or the torch headers are absent
+        ├── FetchFailed                   KernelBench could not be downloaded (no network, a proxy, a bad URL)
         ├── ExecutorUnavailable           a process could not be started at all
         │   └── IsolationUnavailable      no sandbox view can be built here, and no opt-in to run without
         ├── GpuUnavailable                device 'cuda' was asked for where no GPU is visible
@@ -117,6 +118,10 @@ class ToolchainMissing(InfraError):
         self.what = what
         self.hint = hint
         super().__init__(f"{what} not found: {hint}")
+
+
+class FetchFailed(InfraError):
+    """KernelBench could not be downloaded (no network, a proxy, a bad URL)."""
 
 
 class ExecutorUnavailable(InfraError):

@@ -2,8 +2,9 @@
 
 from cuda_agent_mcp.build.builder import Builder, BuildLimits, BuildProgress, ProgressCallback
 from cuda_agent_mcp.build.cache import BuildCache
-from cuda_agent_mcp.build.flags import BuildFlags, default_cache_dir, detect_arch
+from cuda_agent_mcp.build.flags import BuildFlags, detect_arch
 from cuda_agent_mcp.build.toolchain import Toolchain, discover_toolchain
+from cuda_agent_mcp.cache_dir import default_cache_dir
 
 __all__ = [
     "BuildCache",

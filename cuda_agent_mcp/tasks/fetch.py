@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuda_agent_mcp.errors import InfraError, UsageError
+from cuda_agent_mcp.cache_dir import default_cache_dir
+from cuda_agent_mcp.errors import FetchFailed, UsageError
 from cuda_agent_mcp.tasks.kernelbench import is_kernelbench_tree
 
 KERNELBENCH_REPO = "https://github.com/ScalingIntelligence/KernelBench"
@@ -28,10 +29,6 @@ URL_ENV = "CUDA_AGENT_KERNELBENCH_URL"
 TREE = "KernelBench"  # the folder of the repository that holds level1/, level2/, ...
 GIT_TIMEOUT_S = 600.0
 DOWNLOAD_TIMEOUT_S = 60.0  # per socket operation, not for the whole download
-
-
-class FetchFailed(InfraError):
-    """KernelBench could not be downloaded (no network, a proxy, a bad URL)."""
 
 
 class KernelBenchFetch(BaseModel):
@@ -50,8 +47,6 @@ class KernelBenchFetch(BaseModel):
 
 
 def default_repository() -> Path:
-    from cuda_agent_mcp.build.flags import default_cache_dir  # build imports tasks: import when called
-
     return default_cache_dir() / "KernelBench"
 
 

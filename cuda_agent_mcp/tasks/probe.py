@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuda_agent_mcp.cache_dir import default_cache_dir
 from cuda_agent_mcp.errors import TaskLoadError
 from cuda_agent_mcp.executors import LocalExecutor, ProcessLimits
 from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
@@ -82,8 +83,6 @@ async def probe_task(task: Task, *, timeout_s: float = 120.0) -> ProbeReport:
 
 def _kept_report_path(task: Task) -> Path:
     """Where a successful report for this code, this torch and this probe is kept."""
-    from cuda_agent_mcp.build.flags import default_cache_dir  # build imports tasks: import when called
-
     try:
         torch_version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
