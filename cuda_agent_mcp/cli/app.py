@@ -42,6 +42,7 @@ from cuda_agent_mcp.cli.common import (
 from cuda_agent_mcp.cli.common import emit_json as _emit_json
 from cuda_agent_mcp.cli.common import run as _run
 from cuda_agent_mcp.cli.judge_commands import judges_app
+from cuda_agent_mcp.cli.synth_commands import synthesize_command
 from cuda_agent_mcp.cli.options import (
     AuditOption,
     BaselinesOption,
@@ -193,6 +194,11 @@ def tasks_audit(
         raise typer.Exit(1)
     if result.verdict == "unknown":
         raise typer.Exit(3)
+
+
+tasks_app.command("synthesize", short_help="Compose tasks from seed operators, filter them, write a dataset.")(
+    synthesize_command
+)
 
 
 @tasks_app.command("fetch", short_help="Download KernelBench's problems (git clone, else the tarball).")

@@ -19,7 +19,9 @@ class Candidate(BaseModel):
     composer: ComposerName
     seed: int = Field(description="the composition seed: the same seed and index give the same program")
     code: str
-    ops: tuple[str, ...] = Field(description="the seed operators it declares, e.g. ('nn.Conv2d', 'torch.relu')")
+    ops: tuple[str, ...] = Field(
+        description="the seed operators it declares, e.g. ('nn.Conv2d', 'torch.relu')"
+    )
     vendor_classes: tuple[VendorClass, ...] = Field(
         default=(), description="the vendor-library policy class of each declared operator, in order"
     )
