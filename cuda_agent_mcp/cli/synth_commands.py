@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from cuda_agent_mcp.cli.common import emit_json, err, guarded, out
 from cuda_agent_mcp.cli.common import run as run_async
@@ -100,9 +100,23 @@ def _settings(
     against: list[Path] | None, decontaminate: bool, task_audit: bool, timeout: float,
 ) -> tuple[SynthesisSettings, list[str]]:  # fmt: skip
     resolved, gpus = _device(device)
+    try:
+        low, high = (float(part) for part in window.split(","))
+    except ValueError:
+        raise UsageError(f"--window must be LOW,HIGH in milliseconds (e.g. 1,100), not {window!r}") from None
+    if not 0 <= low < high:
+        raise UsageError(f"--window must be LOW,HIGH with 0 <= LOW < HIGH, not {window}")
+    llm = None
+    if composer == "llm":
+        if not base_url or not model:
+            raise UsageError("--composer llm needs --base-url and --model")
+        llm = LlmComposerSettings(base_url=base_url, model=model, api_key_env=api_key_env)
     roots: list[str] = []
     if decontaminate:
-        roots = [str(p.resolve()) for p in against or []]
+        # A checkout's root holds the tree in KernelBench/ (as `tasks fetch` leaves it).
+        roots = [
+            str((p / "KernelBench" if (p / "KernelBench").is_dir() else p).resolve()) for p in against or []
+        ]
         if not roots:
             fetched = fetched_tree()
             if fetched is None:
@@ -114,15 +128,6 @@ def _settings(
         for root in roots:
             if not Path(root).is_dir():
                 raise UsageError(f"--against {root}: no such directory")
-    try:
-        low, high = (float(part) for part in window.split(","))
-    except ValueError:
-        raise UsageError(f"--window must be LOW,HIGH in milliseconds (e.g. 1,100), not {window!r}") from None
-    llm = None
-    if composer == "llm":
-        if not base_url or not model:
-            raise UsageError("--composer llm needs --base-url and --model")
-        llm = LlmComposerSettings(base_url=base_url, model=model, api_key_env=api_key_env)
     settings = SynthesisSettings(
         count=count, seed=seed, composer=composer, max_ops=max_ops, dtype=dtype, device=resolved,  # type: ignore[arg-type]
         runtime=runtime, compile=resolved == "cuda" if compile_ is None else compile_, window_ms=(low, high),
@@ -151,7 +156,7 @@ class _Shown:
     def __init__(self, *, quiet: bool) -> None:
         self.quiet = quiet
         self.bar: Progress | None = None
-        self.task = None
+        self.task: TaskID | None = None
         self.last_plain = 0.0
 
     def __enter__(self) -> _Shown:

@@ -59,8 +59,9 @@ async def compose_with_llm(
     progress: Callable[[int], None] | None = None,
 ) -> None:
     """Ask for every index, at most a few requests at once; each answer is kept as it comes."""
-    assert settings.llm is not None  # the settings' validator requires it for this composer
-    client = _client(settings.llm)
+    llm = settings.llm
+    assert llm is not None  # the settings' validator requires it for this composer
+    client = _client(llm)
     template = compose_prompt()
     prompt_digest = hashlib.sha256(template.encode()).hexdigest()[:16]
     limiter = anyio.CapacityLimiter(_CONCURRENT_REQUESTS)
@@ -71,29 +72,37 @@ async def compose_with_llm(
         ops = sample_ops(settings.seed, index, settings.max_ops)
         prompt = template.format(ops=" -> ".join(op.name for op in ops), dtype=f"torch.{settings.dtype}")
         async with limiter:
-            answer, finish = await _ask(client, settings.llm, prompt, seed=settings.seed * 1_000_003 + index)  # type: ignore[arg-type]
+            try:
+                answer, finish = await _ask(client, llm, prompt, seed=settings.seed * 1_000_003 + index)
+            except EndpointError as exc:
+                failures.append(exc)
+                group.cancel_scope.cancel()  # the endpoint is down: the next requests would fail the same
+                return
+        code = program_from_answer(answer)
+        notes = {"model": llm.model, "prompt_sha256": prompt_digest, "finish_reason": finish or ""}
+        if "class Model" not in code:
+            notes["compose_error"] = f"the answer holds no program: {' '.join(answer.split())[:120]!r}"
         keep(
             Candidate(
                 index=index,
                 composer="llm",
                 seed=settings.seed,
-                code=program_from_answer(answer),
+                code=code,
                 ops=tuple(op.name for op in ops),
                 vendor_classes=tuple(op.vendor_class for op in ops),
-                notes={
-                    "model": settings.llm.model,
-                    "prompt_sha256": prompt_digest,
-                    "finish_reason": finish or "",
-                },  # type: ignore[union-attr]
+                notes=notes,
             )
         )
         done += 1
         if progress is not None:
             progress(done)
 
+    failures: list[EndpointError] = []
     async with anyio.create_task_group() as group:
         for index in indices:
             group.start_soon(one, index)
+    if failures:
+        raise failures[0]
 
 
 def _client(llm: LlmComposerSettings) -> Any:

@@ -18,6 +18,7 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuda_agent_mcp.errors import UsageError
 from cuda_agent_mcp.executors import Executor, SandboxedExecutor, SandboxPolicy
 from cuda_agent_mcp.synth.candidate import Candidate
 from cuda_agent_mcp.synth.checks import CheckSettings, ChunkItem, check_chunk
@@ -26,7 +27,7 @@ from cuda_agent_mcp.synth.dataset_out import write_dataset
 from cuda_agent_mcp.synth.filters import FILTER_ORDER, FilterName, FilterOutcome
 from cuda_agent_mcp.synth.rundir import CandidateOutcome, RunDirectory
 from cuda_agent_mcp.synth.settings import SynthesisSettings
-from cuda_agent_mcp.synth.similarity import ReferenceIndex, kernelbench_index
+from cuda_agent_mcp.synth.similarity import ReferenceIndex, fingerprint, kernelbench_programs
 from cuda_agent_mcp.synth.sizes import guessed_cpu_sizes, with_sizes
 from cuda_agent_mcp.synth.static_filters import StaticFilters
 from cuda_agent_mcp.synth.task_audit import audit_candidate
@@ -191,7 +192,11 @@ def _references(settings: SynthesisSettings) -> ReferenceIndex | None:
         return None
     index = ReferenceIndex()
     for root in settings.against:
-        index.extend(kernelbench_index(Path(root)))
+        for ref_id, code in kernelbench_programs(Path(root)):
+            if (program := fingerprint(code)) is not None:
+                index.add(ref_id, program)
+    if not len(index):
+        raise UsageError(f"no KernelBench programs (level*/*.py) under {', '.join(settings.against)}")
     return index
 
 

@@ -109,6 +109,9 @@ def _read_lines(path: Path, model: type[M]) -> list[M]:
 
 def _differences(kept: dict[str, object], settings: SynthesisSettings) -> str:
     now = settings.model_dump(mode="json")
+    for side in (kept, now):
+        if isinstance(side.get("llm"), dict):
+            side["llm"] = {k: v for k, v in side["llm"].items() if k not in ("base_url", "api_key_env")}  # type: ignore[union-attr]
     names = [k for k in sorted(set(kept) | set(now)) if kept.get(k) != now.get(k)]
     return (
         ", ".join(f"{k}: {kept.get(k)!r} there, {now.get(k)!r} now" for k in names[:3]) or "another version"

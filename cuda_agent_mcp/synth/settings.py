@@ -63,5 +63,7 @@ class SynthesisSettings(BaseModel):
         return self
 
     def digest(self) -> str:
-        """What a run directory is keyed by: a resumed run must be asked the same."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+        """What a run directory is keyed by: a resumed run must be asked the same (where the LLM is served
+        and its key are not part of it: the same model behind another address composes the same way)."""
+        decisive = self.model_dump_json(exclude={"llm": {"base_url", "api_key_env"}})
+        return hashlib.sha256(decisive.encode()).hexdigest()[:16]

@@ -52,7 +52,7 @@ def test_answers_become_candidates_and_bad_ones_are_refused_with_a_reason(tmp_pa
         r["index"]: r for r in map(json.loads, (tmp_path / "run" / "rejected.jsonl").read_text().splitlines())
     }
     assert rejected[1]["reason"].startswith("line 1: syntax error")
-    assert "class Model" in rejected[2]["reason"]
+    assert rejected[2]["reason"] == "the composer failed: the answer holds no program: 'I cannot help with that.'"
     candidates = [
         json.loads(line) for line in (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()
     ]
@@ -65,7 +65,7 @@ def test_answers_become_candidates_and_bad_ones_are_refused_with_a_reason(tmp_pa
     assert len(llm.requests) == asked and again.accepted == 1
 
 
-def test_an_endpoint_that_fails_is_one_error_and_keeps_what_was_composed(tmp_path: Path) -> None:
+def test_an_endpoint_that_fails_is_one_error_naming_it(tmp_path: Path) -> None:
     settings = _settings("http://127.0.0.1:9/v1", 2)  # nothing listens on the discard port
     with pytest.raises(EndpointError, match="the composer's endpoint"):
         anyio.run(lambda: synthesize(settings, tmp_path / "run", workers=1))
