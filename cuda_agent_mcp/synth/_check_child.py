@@ -127,12 +127,14 @@ def _check_candidate(candidate: dict[str, Any], spec: dict[str, Any], send: Call
     if device == "cuda":
         total = torch.cuda.get_device_properties(0).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, spec["gpu_memory_bytes"] / total))
-    module = types.ModuleType("model")
+    # The meta probe reads the program at its own sizes (free on meta); the runs use `code`, which on the
+    # CPU is the same program with smaller sizes.
+    probed = candidate.get("probe_code") or candidate["code"]
     stages: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-        ("shape_probe", lambda: _shape_probe(_load(candidate["code"], module)))
+        ("shape_probe", lambda: _shape_probe(_load(probed, types.ModuleType("model"))))
     ]
     if "runtime" in spec["stages"]:
-        run = _Runs(module, device, spec["seed"])
+        run = _Runs(candidate["code"], device, spec["seed"])
         stages += [
             ("eager", run.eager),
             ("deterministic", run.deterministic),
@@ -207,8 +209,9 @@ def _tensors(output: Any) -> list[Any]:
 class _Runs:
     """The program run for real: seeded weights and inputs, then the checks that compare runs."""
 
-    def __init__(self, module: types.ModuleType, device: str, seed: int) -> None:
-        self.module = module
+    def __init__(self, code: str, device: str, seed: int) -> None:
+        self.code = code
+        self.module = types.ModuleType("model")
         self.device = device
         self.seed = seed
         self.model: Any = None
@@ -247,6 +250,7 @@ class _Runs:
         import torch
 
         started = time.monotonic()
+        _load(self.code, self.module)
         self.model, self.inputs = self._build(self.seed)
         self.outputs = self._call(self.model, self.inputs)
         finite = all(torch.isfinite(t).all().item() for t in self.outputs if t.is_floating_point())
@@ -311,11 +315,16 @@ class _Runs:
                 answers.append(torch.zeros_like(out))
             elif name == "ones":
                 answers.append(torch.ones_like(out))
-            elif name == "constant_mean":
+            elif name == "constant_mean" and out.numel() > 1:  # a scalar's mean is the answer itself
                 answers.append(torch.full_like(out, float(out.float().mean())))
             elif name == "random":
                 answers.append(torch.rand_like(out) if out.is_floating_point() else torch.zeros_like(out))
-            elif isinstance(first, torch.Tensor) and first.shape == out.shape and first.dtype == out.dtype:
+            elif (
+                name == "first_input"
+                and isinstance(first, torch.Tensor)
+                and first.shape == out.shape
+                and first.dtype == out.dtype
+            ):
                 answers.append(first)
             else:
                 answers.append(torch.zeros_like(out))

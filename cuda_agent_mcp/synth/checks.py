@@ -49,6 +49,9 @@ class ChunkItem(BaseModel):
 
     index: int
     code: str = Field(description="the program as it runs here (CPU sizes already applied)")
+    probe_code: str | None = Field(
+        default=None, description="the program at its own sizes, for the meta probe (None: `code`)"
+    )
 
 
 async def check_chunk(

@@ -296,7 +296,8 @@ class _Checker:
                     code = with_sizes(code, sizes[index])
                 except (ValueError, SyntaxError):
                     sizes[index] = {}
-            items.append(ChunkItem(index=index, code=code))
+            probe_code = candidate.code if code != candidate.code else None
+            items.append(ChunkItem(index=index, code=code, probe_code=probe_code))
         started = time.monotonic()
         ran = await check_chunk(
             self.executor,

@@ -38,7 +38,8 @@ from cuda_agent_mcp.workspace import CANDIDATE_FILE
 NULL_OUTPUTS = {
     "zeros": "torch.zeros_like(out)",
     "ones": "torch.ones_like(out)",
-    "constant_mean": "torch.full_like(out, float(out.float().mean()))",
+    # A one-element output's mean is the answer itself, not a constant standing in for it.
+    "constant_mean": "torch.full_like(out, float(out.float().mean())) if out.numel() > 1 else torch.zeros_like(out)",
     "random": "torch.rand_like(out) if out.is_floating_point() else torch.zeros_like(out)",
     "first_input": "inputs[0] if isinstance(inputs[0], torch.Tensor) and inputs[0].shape == out.shape "
     "and inputs[0].dtype == out.dtype else torch.zeros_like(out)",

@@ -34,6 +34,8 @@ FORWARD_LINE = next(number for number, line in enumerate(SOUND.splitlines(), 1) 
 DROPOUT = SOUND.replace(_FORWARD, "return torch.nn.functional.dropout(self.linear(x), 0.5, training=True)")
 INPUT_BLIND = SOUND.replace(_FORWARD, "return self.linear.weight.sum(dim=1).expand(x.shape[0], -1) + 0 * x")
 CONSTANT = SOUND.replace(_FORWARD, "return torch.softmax(self.linear(x), dim=1).sum(dim=1)")
+# One number that follows its inputs: its own mean is itself, so it must not count as a null answer.
+SCALAR = SOUND.replace(_FORWARD, "return (self.linear(x) ** 2).sum()")
 NEAR_ZERO = SOUND.replace(_FORWARD, "return self.linear(x) * 1e-6")
 HANGS = SOUND.replace(_FORWARD, "while True:\n            pass")
 HOGS_MEMORY = SOUND.replace(_FORWARD, "return torch.ones(1 << 34)")

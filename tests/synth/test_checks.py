@@ -23,6 +23,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[FilterOu
     """One chunk holding every program: the hang and the crash must not take the others down."""
     names = [
         "SOUND",
+        "SCALAR",
         "DROPOUT",
         "INPUT_BLIND",
         "CONSTANT",
@@ -43,6 +44,13 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[FilterOu
 
     results = anyio.run(run)
     return {name: results[i] for i, name in enumerate(names)}
+
+
+def test_a_scalar_output_that_follows_its_inputs_is_not_degenerate(
+    checked: dict[str, list[FilterOutcome]],
+) -> None:
+    assert all(o.passed for o in checked["SCALAR"]), checked["SCALAR"]
+    assert checked["SCALAR"][-1].measured["null_answers_passing"] == []
 
 
 def test_a_sound_program_passes_every_running_filter(checked: dict[str, list[FilterOutcome]]) -> None:

@@ -52,7 +52,10 @@ def test_answers_become_candidates_and_bad_ones_are_refused_with_a_reason(tmp_pa
         r["index"]: r for r in map(json.loads, (tmp_path / "run" / "rejected.jsonl").read_text().splitlines())
     }
     assert rejected[1]["reason"].startswith("line 1: syntax error")
-    assert rejected[2]["reason"] == "the composer failed: the answer holds no program: 'I cannot help with that.'"
+    assert (
+        rejected[2]["reason"]
+        == "the composer failed: the answer holds no program: 'I cannot help with that.'"
+    )
     candidates = [
         json.loads(line) for line in (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()
     ]
