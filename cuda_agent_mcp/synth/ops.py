@@ -559,7 +559,7 @@ def _loss(
     float32) and `{explicit_dtype}` to fill."""
 
     def emit(p: Program) -> Step | None:
-        if exp_inside and not p.fits(math.exp(p.x.mag)):  # a loss computing exp(-y * x) as it stands
+        if exp_inside and not p.fits(math.exp(min(p.x.mag, 700.0))):  # the loss computes exp(-y * x)
             return None
         shape = ", ".join(p.x.dims)
         creation = targets.format(shape=shape, dtype=p.dtype_kw, explicit_dtype=f", dtype=torch.{p.dtype}")
