@@ -457,7 +457,7 @@ def _conv_transpose(rank: int) -> SeedOp:
     return SeedOp(name, "conv", "conv", frozenset({rank}), emit, layouts=frozenset({"channels"}))
 
 
-def _pool(kind: str, rank: int) -> SeedOp:
+def _pool(kind: str, rank: int, dtypes: frozenset[DTypeName] = ALL_DTYPES) -> SeedOp:
     d = rank - 2
     name = f"nn.{kind}Pool{d}d"
 
@@ -477,7 +477,9 @@ def _pool(kind: str, rank: int) -> SeedOp:
             constraints=tuple(f"{s} >= {kv}" for s in spatial),
         )
 
-    return SeedOp(name, "pooling", "other", frozenset({rank}), emit, layouts=frozenset({"channels"}))
+    return SeedOp(
+        name, "pooling", "other", frozenset({rank}), emit, layouts=frozenset({"channels"}), dtypes=dtypes
+    )
 
 
 def _adaptive_pool(kind: str, rank: int) -> SeedOp:
@@ -546,12 +548,19 @@ def _emit_mha(p: Program) -> Step | None:
 
 # -- losses ------------------------------------------------------------------------------------------------
 def _loss(
-    name: str, targets: str, *, ranks: frozenset[int] = frozenset({1, 2, 3, 4, 5}), call: str = ""
+    name: str,
+    targets: str,
+    *,
+    ranks: frozenset[int] = frozenset({1, 2, 3, 4, 5}),
+    call: str = "",
+    exp_inside: bool = False,
 ) -> SeedOp:
     """A loss of x against targets of x's shape; `targets` is a factory with `{shape}`, `{dtype}` (empty for
     float32) and `{explicit_dtype}` to fill."""
 
     def emit(p: Program) -> Step | None:
+        if exp_inside and not p.fits(math.exp(min(p.x.mag, 700.0))):  # the loss computes exp(-y * x)
+            return None
         shape = ", ".join(p.x.dims)
         creation = targets.format(shape=shape, dtype=p.dtype_kw, explicit_dtype=f", dtype=torch.{p.dtype}")
         target = p.extra_input("targets", creation, p.x.numel)
@@ -569,7 +578,10 @@ def _loss(
 
 
 def _emit_cross_entropy(p: Program) -> Step | None:
+    """Classes along dim 1: logits (N, C), or per-position logits of an image (N, C, *spatial)."""
     x = p.x
+    if x.layout == "features" and x.rank > 2:
+        return None
     classes = x.dims[1]
     rest = (x.dims[0], *x.dims[2:])
     shape = ", ".join(rest) + ("," if len(rest) == 1 else "")
@@ -690,7 +702,8 @@ SEED_OPS: tuple[SeedOp, ...] = (
     _pool("Max", 5),
     _pool("Avg", 3),
     _pool("Avg", 4),
-    _pool("Avg", 5),
+    # The CPU has no half-precision avg_pool3d, and every candidate is checked on a CPU first.
+    _pool("Avg", 5, frozenset({"float32"})),
     _adaptive_pool("Avg", 3),
     _adaptive_pool("Avg", 4),
     _adaptive_pool("Max", 4),
@@ -722,7 +735,7 @@ SEED_OPS: tuple[SeedOp, ...] = (
     _loss("nn.SmoothL1Loss", _RANDN),
     _loss("nn.HuberLoss(delta=0.5)", _RANDN),
     _loss("nn.BCEWithLogitsLoss", "torch.rand({shape}{dtype})"),
-    _loss("nn.SoftMarginLoss", "torch.randint(0, 2, ({shape},){explicit_dtype}) * 2 - 1"),
+    _loss("nn.SoftMarginLoss", "torch.randint(0, 2, ({shape},){explicit_dtype}) * 2 - 1", exp_inside=True),
     _loss(
         "nn.KLDivLoss(reduction='batchmean')",
         "torch.softmax(torch.randn({shape}{dtype}), dim=-1)",
