@@ -127,6 +127,10 @@ def _check_candidate(candidate: dict[str, Any], spec: dict[str, Any], send: Call
     if device == "cuda":
         total = torch.cuda.get_device_properties(0).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, spec["gpu_memory_bytes"] / total))
+    if spec.get("confine"):
+        _confine(
+            spec["confine"]
+        )  # after CUDA is up (it does not initialise under Landlock), before the program
     # The meta probe reads the program at its own sizes (free on meta); the runs use `code`, which on the
     # CPU is the same program with smaller sizes.
     probed = candidate.get("probe_code") or candidate["code"]
@@ -159,6 +163,20 @@ def _check_candidate(candidate: dict[str, Any], spec: dict[str, Any], send: Call
             return
         measured["seconds"] = round(time.monotonic() - started, 3)
         send({"outcome": {"name": name, "passed": True, "reason": "", "measured": measured}})
+
+
+def _confine(paths: dict[str, list[str]]) -> None:
+    """The Landlock domain an evaluation worker has: the system and Python read-only, its directory (its
+    TMPDIR is inside) and /dev writable. Without Landlock the program is not run, unless reduced isolation
+    was asked for."""
+    from cuda_agent_mcp.isolation import landlock
+
+    writable = paths["writable"]
+    confined = landlock.confine(readable=paths["readable"], writable=writable)
+    if not confined and os.environ.get("CUDA_AGENT_ALLOW_REDUCED_ISOLATION") != "1":
+        raise RuntimeError(
+            "no Landlock here: the program is not run (CUDA_AGENT_ALLOW_REDUCED_ISOLATION=1 runs it anyway)"
+        )
 
 
 def _load(code: str, module: types.ModuleType) -> types.ModuleType:

@@ -20,6 +20,7 @@ from cuda_agent_mcp.executors import Executor, ProcessLimits
 from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
 from cuda_agent_mcp.synth._check_child import MARKER
 from cuda_agent_mcp.synth.filters import FilterName, FilterOutcome
+from cuda_agent_mcp.synth.gpu_executor import GpuCheckExecutor
 from cuda_agent_mcp.tools.run import runtime_paths
 
 _IMPORT_MARGIN_S = 90.0  # the chunk's own start: an interpreter, torch, CUDA's libraries from a cold disk
@@ -105,15 +106,23 @@ async def _run_chunk(
             "threads": settings.threads,
             "timing": {"warmup": settings.warmup, "repeats": settings.repeats},
             "lock_path": str(lock_path) if lock_path else None,
+            # On a GPU the executor leaves confinement to the child, once CUDA is up (SandboxPolicy.gpu).
+            "confine": {
+                "readable": [str(p) for p in _readable(lock_path)],
+                "writable": [str(directory)],
+            }
+            if _confines_itself(executor)
+            else None,
         }
         (directory / "spec.json").write_text(json.dumps(spec))
+        (directory / "tmp").mkdir()
         os.chmod(directory, 0o755)
         inherited = os.environ.get("PYTHONPATH", "")
         env = scrubbed_env(
             {
                 "PYTHONPATH": child_python_path(inherited),
                 "HOME": str(directory),
-                "TMPDIR": "/tmp",
+                "TMPDIR": str(directory / "tmp"),  # its own: all of /tmp is not the candidates' to write
                 "TORCHINDUCTOR_CACHE_DIR": str(directory / "inductor"),
                 "TRITON_CACHE_DIR": str(directory / "triton"),
                 "TORCHINDUCTOR_COMPILE_THREADS": "1",  # candidates run in parallel already
@@ -122,7 +131,7 @@ async def _run_chunk(
                 "PYTHONDONTWRITEBYTECODE": "1",
             }
         )
-        readable = [*runtime_paths(inherited), *([lock_path.parent] if lock_path else [])]
+        readable = _readable(lock_path)
         limits = ProcessLimits(timeout_s=_IMPORT_MARGIN_S + settings.timeout_s * len(items))
         argv = [sys.executable, "-m", "cuda_agent_mcp.synth._check_child", str(directory / "spec.json")]
         result = await executor.run(argv, cwd=directory, limits=limits, env=env, readable=readable)
@@ -142,6 +151,18 @@ async def _run_chunk(
         reason = f"the checking process {what}" + (f": {tail[0][:300]}" if tail else "")
         results[-1] = [FilterOutcome(name="shape_probe", passed=False, reason=reason)]
     return results
+
+
+def _confines_itself(executor: Executor) -> bool:
+    """Whether the executor leaves the Landlock domain to the child (the GPU one: see gpu_executor.py)."""
+    return isinstance(executor, GpuCheckExecutor)
+
+
+def _readable(lock_path: Path | None) -> list[Path]:
+    """What the child reads: this package, this Python and torch (and the CUDA toolkit), the GPU lock's folder."""
+    package_parent = Path(child_python_path("").split(os.pathsep)[0])
+    paths = [package_parent, *runtime_paths(os.environ.get("PYTHONPATH", ""))]
+    return [*paths, *([lock_path.parent] if lock_path else [])]
 
 
 def outcomes_of(events: list[dict[str, object]]) -> list[FilterOutcome]:

@@ -25,6 +25,7 @@ from cuda_agent_mcp.synth.checks import CheckSettings, ChunkItem, check_chunk
 from cuda_agent_mcp.synth.compose import compose_programmatic
 from cuda_agent_mcp.synth.dataset_out import write_dataset
 from cuda_agent_mcp.synth.filters import FILTER_ORDER, FilterName, FilterOutcome
+from cuda_agent_mcp.synth.gpu_executor import GpuCheckExecutor
 from cuda_agent_mcp.synth.rundir import CandidateOutcome, RunDirectory
 from cuda_agent_mcp.synth.settings import SynthesisSettings
 from cuda_agent_mcp.synth.similarity import ReferenceIndex, fingerprint, kernelbench_programs
@@ -230,8 +231,11 @@ class _Checker:
             gpu_memory_bytes=self._gpu_share(settings.gpu_memory_bytes),
             threads=max(1, cpus // self.workers) if settings.device == "cpu" else 2,
         )
-        self.executor = executor or SandboxedExecutor(
-            SandboxPolicy(gpu=settings.device == "cuda", max_processes=512)
+        # A GPU run starts its checks as the judge starts (CUDA does not initialise in the sandbox's view).
+        self.executor = executor or (
+            GpuCheckExecutor()
+            if settings.device == "cuda"
+            else SandboxedExecutor(SandboxPolicy(max_processes=512))
         )
         self.audit_lock = anyio.Lock()
 

@@ -1,6 +1,7 @@
-"""The synthesis checks on a GPU, inside the sandbox with the NVIDIA device nodes: a sound program passes
-eager, compile and the timed window's measurement; a program that asks for more GPU memory than its
-share fails with that reason, and its chunk goes on."""
+"""The synthesis checks on a GPU, started as a judge is (another uid, its own namespaces), each candidate
+under its own Landlock domain once CUDA is up: a sound program passes eager, compile and the timed
+window's measurement; a program that asks for more GPU memory than its share fails with that reason, and
+its chunk goes on."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cuda_agent_mcp.executors import SandboxedExecutor, SandboxPolicy
 from cuda_agent_mcp.synth.checks import CheckSettings, ChunkItem, check_chunk
 from cuda_agent_mcp.synth.filters import FilterOutcome
+from cuda_agent_mcp.synth.gpu_executor import GpuCheckExecutor
 from tests.synth import programs
 
 pytestmark = pytest.mark.gpu
@@ -22,6 +23,7 @@ GPU_HOG = programs.SOUND.replace(
 
 
 def test_the_checks_run_on_the_gpu_in_the_sandbox(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
     lock = tmp_path / "gpu0.lock"
     lock.touch(mode=0o644)
     settings = CheckSettings(
@@ -30,7 +32,7 @@ def test_the_checks_run_on_the_gpu_in_the_sandbox(tmp_path: Path) -> None:
     items = [ChunkItem(index=0, code=programs.SOUND), ChunkItem(index=1, code=GPU_HOG)]
 
     async def run() -> dict[int, list[FilterOutcome]]:
-        executor = SandboxedExecutor(SandboxPolicy(gpu=True, max_processes=512))
+        executor = GpuCheckExecutor()
         return await check_chunk(executor, items, settings, scratch=tmp_path, lock_path=lock, gpu="0")
 
     results = anyio.run(run)

@@ -11,6 +11,7 @@ import pytest
 from cuda_agent_mcp.executors import SandboxedExecutor
 from cuda_agent_mcp.synth.checks import CheckSettings, ChunkItem, check_chunk, outcomes_of
 from cuda_agent_mcp.synth.filters import FilterOutcome
+from cuda_agent_mcp.synth.gpu_executor import GpuCheckExecutor
 from tests.synth import programs
 
 
@@ -109,3 +110,52 @@ def test_a_filter_begun_and_never_finished_fails_with_what_ended_it() -> None:
         ("shape_probe", True, ""),
         ("eager", False, "it was killed by SIGKILL"),
     ]
+
+
+ESCAPES = programs.SOUND.replace(
+    "return torch.relu(self.linear(x))",
+    "import socket, pathlib\n"
+    "        written = []\n"
+    "        for target in ('/etc/synth-escape', str(pathlib.Path.home().parent / 'synth-escape')):\n"
+    "            try:\n"
+    "                open(target, 'w').write('x')\n"
+    "                written.append(target)\n"
+    "            except OSError:\n"
+    "                pass\n"
+    "        try:\n"
+    "            socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+    "            written.append('network')\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "        assert not written, written\n"
+    "        return torch.relu(self.linear(x))",
+)
+
+
+def test_the_gpu_executor_child_confines_each_candidate_itself(tmp_path: Path) -> None:
+    """On a GPU the child starts as a judge does, without a view or a Landlock domain (CUDA initialises
+    under neither): each candidate process confines itself before the program loads. The same path on
+    this CPU: a program that writes outside its directory or opens a connection gets nowhere."""
+    settings = CheckSettings(device="cpu", runtime=True, compile=False, timeout_s=30)
+    executor = GpuCheckExecutor()
+    items = [ChunkItem(index=0, code=ESCAPES), ChunkItem(index=1, code=programs.SOUND)]
+    # The candidates' parent folder holds the GPU lock: reachable, and writable for anyone but Landlock.
+    tmp_path.chmod(0o777)
+    lock = tmp_path / "gpu0.lock"
+    lock.touch(mode=0o644)
+
+    async def run() -> dict[int, list[FilterOutcome]]:
+        return await check_chunk(executor, items, settings, scratch=tmp_path, lock_path=lock)
+
+    results = anyio.run(run)
+    assert all(o.passed for o in results[1]), results[1]
+    assert all(o.passed for o in results[0]), results[0]  # its own assertion: nothing escaped
+    assert not (tmp_path / "synth-escape").exists()
+    assert executor.isolation == (
+        "network",
+        "mount",
+        "user",
+        "pids-cgroup",
+        "landlock:by-the-command",
+        "rlimits",
+    )
