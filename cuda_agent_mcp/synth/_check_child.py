@@ -127,6 +127,8 @@ def _check_candidate(candidate: dict[str, Any], spec: dict[str, Any], send: Call
     if device == "cuda":
         total = torch.cuda.get_device_properties(0).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, spec["gpu_memory_bytes"] / total))
+        torch.zeros(1, device="cuda").add_(1)  # the context, made before the Landlock domain
+        torch.cuda.synchronize()
     if spec.get("confine"):
         _confine(
             spec["confine"]
