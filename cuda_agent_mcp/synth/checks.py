@@ -129,6 +129,9 @@ async def _run_chunk(
                 "OMP_NUM_THREADS": str(settings.threads),
                 "CUDA_VISIBLE_DEVICES": gpu if settings.device == "cuda" and gpu is not None else "",
                 "PYTHONDONTWRITEBYTECODE": "1",
+                # The candidates' uid has no passwd entry: getpass (inductor's cache paths) reads these first.
+                "USER": "cuda-agent",
+                "LOGNAME": "cuda-agent",
             }
         )
         readable = _readable(lock_path)
