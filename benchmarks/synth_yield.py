@@ -42,6 +42,9 @@ def main() -> None:
     parser.add_argument(
         "--run-dir", type=Path, default=None, help="keep the run here (default: a temporary one)"
     )
+    parser.add_argument(
+        "--stop-after", type=float, default=None, help="start no chunk after this many seconds"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
@@ -70,10 +73,18 @@ def main() -> None:
         run_dir = args.run_dir or Path(tmp) / "run"
         started = time.monotonic()
         report = anyio.run(
-            lambda: synthesize(settings, run_dir, workers=args.workers, gpus=gpus, progress=progress)
+            lambda: synthesize(
+                settings,
+                run_dir,
+                workers=args.workers,
+                gpus=gpus,
+                progress=progress,
+                stop_after_s=args.stop_after,
+            )
         )
         wall = time.monotonic() - started
         rows = [json.loads(line) for line in (run_dir / "tasks.jsonl").read_text().splitlines()]
+        decided = len((run_dir / "outcomes.jsonl").read_text().splitlines())
     result = {
         "commit": os.environ.get("BENCH_COMMIT") or _git("rev-parse", "--short", "HEAD"),
         "machine": {
@@ -84,6 +95,9 @@ def main() -> None:
         },
         "command": "python benchmarks/synth_yield.py " + " ".join(_argv()),
         "wall_s": round(wall, 1),
+        "decided": sum(1 for _ in (run_dir / "outcomes.jsonl").open())
+        if (run_dir / "outcomes.jsonl").exists()
+        else 0,
         "report": report.model_dump(mode="json", exclude={"files", "out"}),
         "accepted_examples": [
             {"ops": r["ops"], "provenance_filters": r["provenance"]["filters"]} for r in rows[:3]

@@ -85,8 +85,11 @@ async def synthesize(
     gpus: Sequence[str] = (),
     executor: Executor | None = None,
     progress: ProgressCallback | None = None,
+    stop_after_s: float | None = None,
 ) -> SynthesisReport:
-    """Run (or resume) a synthesis into `out`. `gpus`: the GPU indices the checks may use (device cuda)."""
+    """Run (or resume) a synthesis into `out`. `gpus`: the GPU indices the checks may use (device cuda).
+    `stop_after_s`: start no chunk after this many seconds (the rest waits for the next run, which
+    resumes); the report counts what was decided."""
     started = time.monotonic()
     seconds: dict[str, float] = {}
     run = RunDirectory(out)
@@ -130,6 +133,7 @@ async def synthesize(
     to_check = [i for i in range(settings.count) if i not in decided]
     notify(tally.progress("check", settings.count))
     checker = _Checker(settings, run, candidates, static_outcomes, executor, gpus, workers)
+    checker.deadline = started + stop_after_s if stop_after_s is not None else None
     async for decision in checker.decide(to_check):
         decided[decision.index] = decision
         tally.add(decision)
@@ -143,6 +147,9 @@ async def synthesize(
     seconds["write"] = time.monotonic() - clock
     seconds["total"] = time.monotonic() - started
     report = _report(settings, out, candidates, decided, resumed, seconds, files)
+    if len(decided) < settings.count:
+        note = f"stopped early: {len(decided)} of {settings.count} candidates decided; run again to continue"
+        report = report.model_copy(update={"notes": [*report.notes, note]})
     run.write_json("report.json", report.model_dump(mode="json"))
     return report
 
@@ -238,6 +245,7 @@ class _Checker:
             else SandboxedExecutor(SandboxPolicy(max_processes=512))
         )
         self.audit_lock = anyio.Lock()
+        self.deadline: float | None = None
 
     def _gpu_share(self, cap: int) -> int:
         """At most `cap` per candidate, and no more than the workers sharing a GPU leave each other."""
@@ -270,6 +278,8 @@ class _Checker:
             async def one(number: int, chunk: list[int]) -> None:
                 gpu = self.gpus[number % len(self.gpus)]
                 async with limiter:
+                    if self.deadline is not None and time.monotonic() > self.deadline:
+                        return  # left for the next run
                     for decision in await self._decide_chunk(chunk, scratch, locks[gpu], gpu):
                         self.run.add_outcome(decision)
                         await send.send(decision)
