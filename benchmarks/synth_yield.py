@@ -95,9 +95,7 @@ def main() -> None:
         },
         "command": "python benchmarks/synth_yield.py " + " ".join(_argv()),
         "wall_s": round(wall, 1),
-        "decided": sum(1 for _ in (run_dir / "outcomes.jsonl").open())
-        if (run_dir / "outcomes.jsonl").exists()
-        else 0,
+        "decided": decided,
         "report": report.model_dump(mode="json", exclude={"files", "out"}),
         "accepted_examples": [
             {"ops": r["ops"], "provenance_filters": r["provenance"]["filters"]} for r in rows[:3]

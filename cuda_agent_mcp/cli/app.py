@@ -42,7 +42,6 @@ from cuda_agent_mcp.cli.common import (
 from cuda_agent_mcp.cli.common import emit_json as _emit_json
 from cuda_agent_mcp.cli.common import run as _run
 from cuda_agent_mcp.cli.judge_commands import judges_app
-from cuda_agent_mcp.cli.synth_commands import synthesize_command
 from cuda_agent_mcp.cli.options import (
     AuditOption,
     BaselinesOption,
@@ -55,6 +54,7 @@ from cuda_agent_mcp.cli.options import (
     TrialsOption,
 )
 from cuda_agent_mcp.cli.progress import Step, step
+from cuda_agent_mcp.cli.synth_commands import synthesize_command
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.evaluation.judge_client import want_service_started
 from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
@@ -196,9 +196,9 @@ def tasks_audit(
         raise typer.Exit(3)
 
 
-tasks_app.command("synthesize", short_help="Compose tasks from seed operators, filter them, write a dataset.")(
-    synthesize_command
-)
+tasks_app.command(
+    "synthesize", short_help="Compose tasks from seed operators, filter them, write a dataset."
+)(synthesize_command)
 
 
 @tasks_app.command("fetch", short_help="Download KernelBench's problems (git clone, else the tarball).")
