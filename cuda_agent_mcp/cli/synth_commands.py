@@ -65,6 +65,10 @@ def synthesize_command(
         bool, typer.Option(help="also the judge's task audit on each task (about a minute on a CPU)")
     ] = False,
     timeout: Annotated[float, typer.Option(help="seconds one candidate's checks may take")] = 300.0,
+    host_memory: Annotated[float, typer.Option(help="GiB of host memory one candidate may use")] = 8.0,
+    gpu_memory: Annotated[
+        float, typer.Option(help="GiB of GPU memory one candidate may use (at most its share of the GPU)")
+    ] = 16.0,
     workers: Annotated[
         int | None, typer.Option(help="candidates checked at once (default: CPUs; 8 on a GPU)")
     ] = None,
@@ -79,7 +83,7 @@ def synthesize_command(
         _settings, as_json=json, count=count, seed=seed, composer=composer, base_url=base_url, model=model,
         api_key_env=api_key_env, max_ops=max_ops, dtype=dtype, device=device, runtime=runtime,
         compile_=compile_, window=window, near=near, against=against, decontaminate=decontaminate,
-        task_audit=task_audit, timeout=timeout,
+        task_audit=task_audit, timeout=timeout, host_memory=host_memory, gpu_memory=gpu_memory,
     )  # fmt: skip
     shown = _Shown(quiet=json)
 
@@ -97,7 +101,8 @@ def synthesize_command(
 def _settings(
     *, count: int, seed: int, composer: str, base_url: str | None, model: str | None, api_key_env: str,
     max_ops: int, dtype: str, device: str, runtime: bool, compile_: bool | None, window: str, near: float,
-    against: list[Path] | None, decontaminate: bool, task_audit: bool, timeout: float,
+    against: list[Path] | None, decontaminate: bool, task_audit: bool, timeout: float, host_memory: float,
+    gpu_memory: float,
 ) -> tuple[SynthesisSettings, list[str]]:  # fmt: skip
     resolved, gpus = _device(device)
     try:
@@ -132,6 +137,7 @@ def _settings(
         count=count, seed=seed, composer=composer, max_ops=max_ops, dtype=dtype, device=resolved,  # type: ignore[arg-type]
         runtime=runtime, compile=resolved == "cuda" if compile_ is None else compile_, window_ms=(low, high),
         near_threshold=near, against=tuple(roots), task_audit=task_audit, timeout_s=timeout, llm=llm,
+        host_memory_bytes=int(host_memory * 1024**3), gpu_memory_bytes=int(gpu_memory * 1024**3),
     )  # fmt: skip
     return settings, gpus
 

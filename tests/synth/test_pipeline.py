@@ -13,6 +13,7 @@ from cuda_agent_mcp.errors import UsageError
 from cuda_agent_mcp.synth import pipeline
 from cuda_agent_mcp.synth.candidate import Candidate
 from cuda_agent_mcp.synth.pipeline import SynthesisReport, synthesize
+from cuda_agent_mcp.synth.rundir import RunDirectory
 from cuda_agent_mcp.synth.settings import SynthesisSettings
 from cuda_agent_mcp.tasks import TaskCatalog, load_dataset
 from tests.synth import programs
@@ -134,3 +135,14 @@ def test_bad_candidates_fail_with_their_reason_and_the_run_goes_on(
     assert rejected[2]["filter"] == "shape_probe" and "model.py line" in rejected[2]["reason"]
     assert rejected[3]["filter"] == "shape_probe" and "ran past the 10 s limit" in rejected[3]["reason"]
     assert rejected[4]["filter"] == "parse" and "the composer failed: KeyError" in rejected[4]["reason"]
+
+
+def test_a_run_stopped_early_says_so_and_the_next_run_finishes_it(tmp_path: Path) -> None:
+    settings = _settings(None, count=4, runtime=False)
+    stopped = _run(settings, tmp_path / "run", stop_after_s=0.0)
+    decided = len(RunDirectory(tmp_path / "run").outcomes())  # only what the static filters refused
+    assert decided < 4
+    assert any(f"stopped early: {decided} of 4 candidates decided" in note for note in stopped.notes)
+    finished = _run(settings, tmp_path / "run")
+    assert finished.resumed == decided and not any("stopped early" in note for note in finished.notes)
+    assert len(RunDirectory(tmp_path / "run").outcomes()) == 4
