@@ -9,6 +9,7 @@ as it is made, so an interrupted run carries on where it stopped.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -460,6 +461,7 @@ def _report(
 
 
 def _reason_kind(reason: str) -> str:
-    """A reason without its numbers and names after the first colon, so alike reasons count together."""
+    """A reason without what follows its first colon and with its numbers as N, so alike reasons count
+    together ("near candidate 50" and "near candidate 183" are one kind)."""
     head = reason.split(":", 1)[0]
-    return head[:80]
+    return re.sub(r"\d+(\.\d+)?", "N", head)[:80]
