@@ -62,7 +62,7 @@ def synthesize_command(
         bool, typer.Option(help="--no-decontaminate: keep tasks near KernelBench")
     ] = True,
     task_audit: Annotated[
-        bool, typer.Option(help="also the judge's task audit on each task (about a minute on a CPU)")
+        bool, typer.Option(help="also the judge's task audit on each task (about 5 s a task at CPU sizes)")
     ] = False,
     timeout: Annotated[float, typer.Option(help="seconds one candidate's checks may take")] = 300.0,
     host_memory: Annotated[float, typer.Option(help="GiB of host memory one candidate may use")] = 8.0,

@@ -377,7 +377,7 @@ class _Checker:
         if name == "runtime":
             return "the window is measured on the GPU only; this run had none"
         if name == "task_audit":
-            return "not asked (--task-audit: the judge's null candidates, about a minute a task on the CPU)"
+            return "not asked (--task-audit: the judge's null candidates through verify, about 5 s a task at CPU sizes)"
         return "not run"
 
 
