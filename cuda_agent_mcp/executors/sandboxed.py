@@ -75,19 +75,6 @@ class SandboxPolicy(BaseModel):
     max_cpu_seconds: float | None = Field(
         default=None, gt=0, description="CPU seconds per process; None: the wall-clock limit + the margin"
     )
-    gpu: bool = Field(
-        default=False,
-        description="show the NVIDIA device nodes (and /sys, read-only) in the view: for the task "
-        "synthesis filters, which run composed programs on the GPU; never for an agent's commands",
-    )
-
-
-def gpu_device_names() -> tuple[str, ...]:
-    """The NVIDIA device nodes under /dev: the GPUs, the control node, UVM (every GPU: the process gets
-    the GPU it may use through CUDA_VISIBLE_DEVICES)."""
-    names = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
-    gpus = sorted(p.name for p in Path("/dev").glob("nvidia[0-9]*"))
-    return tuple(n for n in (*names, *gpus) if (Path("/dev") / n).exists())
 
 
 def reduced_isolation_allowed() -> bool:
@@ -215,8 +202,6 @@ class SandboxedExecutor:
         if self.backend != "bwrap" and landlock.abi_version() > 0:
             layers.append("landlock")
         layers.append("rlimits")
-        if self.policy.gpu:
-            layers.append("gpu-devices")
         return tuple(layers)
 
     # -- the command line ---------------------------------------------------------------------------
@@ -258,7 +243,6 @@ class SandboxedExecutor:
             "mountpoint": str(view_mountpoint()) if self.backend == "namespaces" else "",
             "status_path": status_path,
             "userns": os.geteuid() != 0,
-            "gpu_devices": list(gpu_device_names()) if self.policy.gpu else [],
         }
 
     def _rlimits(self, limits: ProcessLimits) -> dict[str, int]:
@@ -285,12 +269,7 @@ class SandboxedExecutor:
             if self.uid is not None:
                 command += ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups"]
             command += ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-parent"]
-            command += filesystem_view(cwd, readable)
-            if self.policy.gpu:
-                command += ["--ro-bind", "/sys", "/sys"]
-                for name in gpu_device_names():
-                    command += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
-            command += ["--"]
+            command += [*filesystem_view(cwd, readable), "--"]
         elif isolation := available_isolation():
             command += ["unshare"]
             for name in isolation:

@@ -144,11 +144,9 @@ def build_root(spec: dict, root: str) -> tuple[int | None, int]:
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(root + "/dev")
     mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
-    for device in (*DEVICES, *spec.get("gpu_devices", ())):
+    for device in DEVICES:
         if os.path.exists("/dev/" + device):
             bind("/dev/" + device, f"{root}/dev/{device}", writable=True, device=True)
-    if spec.get("gpu_devices"):  # the CUDA driver reads the GPUs' PCI and NUMA facts from /sys
-        bind("/sys", root + "/sys", recursive=True)
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
         os.symlink(target, f"{root}/dev/{name}")
@@ -232,8 +230,7 @@ def become_command(spec: dict) -> None:
             os.setresuid(uid, uid, uid)
         os.chdir(spec["cwd"])
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        devices = (*DEVICES, *spec.get("gpu_devices", ()))
-        writable = [spec["cwd"], "/tmp", "/dev/shm", *("/dev/" + d for d in devices)]
+        writable = [spec["cwd"], "/tmp", "/dev/shm", *("/dev/" + d for d in DEVICES)]
         if spec["mode"] == "landlock":
             writable += spec["scratch"]
         if spec["mode"] == "landlock":  # no view: name what may be read
