@@ -124,7 +124,7 @@ def _catalog(sources: list[Path] | None) -> TaskCatalog:
     return TaskCatalog.from_environment(sources or [])
 
 
-@tasks_app.command("list")
+@tasks_app.command("list", short_help="The tasks of the bundled examples and of every --tasks source.")
 def tasks_list(
     tasks: TasksOption = None,
     level: Annotated[int | None, typer.Option(help="only this level")] = None,
