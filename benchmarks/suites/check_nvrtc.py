@@ -60,7 +60,9 @@ def compile_source(nvrtc: ctypes.CDLL, path: Path, fast_math: bool) -> tuple[boo
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("roots", nargs="+", type=Path, help="folders searched for kernels/*.cu")
-    parser.add_argument("--lib-dir", type=Path, default=Path(os.environ.get("NVRTC_LIB_DIR", _DEFAULT_LIB_DIR)))
+    parser.add_argument(
+        "--lib-dir", type=Path, default=Path(os.environ.get("NVRTC_LIB_DIR", _DEFAULT_LIB_DIR))
+    )
     parser.add_argument("--no-fast-math", action="store_true", help="compile only without --use_fast_math")
     args = parser.parse_args(argv)
     nvrtc = _load_nvrtc(args.lib_dir)

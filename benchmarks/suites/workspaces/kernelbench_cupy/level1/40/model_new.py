@@ -32,5 +32,7 @@ class ModelNew(nn.Module):
         cuda_extension.ln_partials((chunks, grid_rows), _THREADS, (x, partials, rows, row_len, _CHUNK))
         cuda_extension.ln_stats(rows, _THREADS, (partials, stats, chunks, row_len, float(self.ln.eps)))
         blocks_per_row = max(1, min(chunks, _APPLY_BLOCKS // grid_rows))
-        cuda_extension.ln_apply((blocks_per_row, grid_rows), _THREADS, (x, weight, bias, stats, y, rows, row_len))
+        cuda_extension.ln_apply(
+            (blocks_per_row, grid_rows), _THREADS, (x, weight, bias, stats, y, rows, row_len)
+        )
         return y
