@@ -7,7 +7,7 @@ the build's own copy, never the workspace's. Each `extern "C" __global__` kernel
 
 grid and block are an int or a tuple of up to three ints; arguments are torch CUDA tensors (passed as
 device pointers) and Python ints, floats and bools, each converted to the width of the kernel's own
-parameter (read from the driver), so a wrong count or a tensor in a scalar's place is a TypeError naming
+parameter (read from the cubin by the build), so a wrong count or a tensor in a scalar's place is a TypeError naming
 the parameter. The launch goes on torch's current stream. `shared_mem` above 48 KiB raises the kernel's
 dynamic shared memory limit first.
 
@@ -27,6 +27,7 @@ import torch
 
 _CUBINS: dict[str, str] = {}  # BUILD: workspace file -> base64 cubin
 _KERNELS: dict[str, str] = {}  # BUILD: kernel name -> workspace file
+_PARAMS: dict[str, list[int]] = {}  # BUILD: kernel name -> parameter sizes in bytes
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
@@ -47,20 +48,6 @@ def _driver() -> ctypes.CDLL:
     return ctypes.CDLL("libcuda.so.1")
 
 
-def _parameter_sizes(function: Any) -> list[int] | None:
-    """The kernel's parameter sizes from the driver (cuFuncGetParamInfo, CUDA 12.4+); None where the
-    driver cannot say, and then the arguments are converted without a check."""
-    get = getattr(_driver(), "cuFuncGetParamInfo", None)
-    if get is None:
-        return None
-    sizes: list[int] = []
-    offset, size = ctypes.c_size_t(), ctypes.c_size_t()
-    handle = ctypes.c_void_p(function.ptr)
-    while get(handle, ctypes.c_size_t(len(sizes)), ctypes.byref(offset), ctypes.byref(size)) == 0:
-        sizes.append(size.value)
-    return sizes
-
-
 def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
     dims = (value,) if isinstance(value, int) else tuple(value)
     if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
@@ -78,7 +65,7 @@ class _Kernel:
         self.name = name
         self._file = file
         self._functions: dict[int, Any] = {}  # device -> cupy Function
-        self._sizes: list[int] | None = None
+        self._sizes: list[int] | None = _PARAMS.get(name)
         self._shared_limit = _DEFAULT_SHARED_LIMIT
 
     def __repr__(self) -> str:
@@ -94,8 +81,6 @@ class _Kernel:
                 module.load(base64.b64decode(_CUBINS[self._file]))
                 function = module.get_function(self.name)  # holds its module, so both stay loaded
             self._functions[device] = function
-            if self._sizes is None:
-                self._sizes = _parameter_sizes(function)
         return function
 
     def _arguments(self, args: tuple[Any, ...], device: int) -> list[Any]:
