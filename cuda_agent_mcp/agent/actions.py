@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cuda_agent_mcp.evaluation.reward import RewardSchedule
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tools import TOOLS, EvaluateRequest, Session, Tool
 
 SUBMIT = "submit"
@@ -39,6 +40,9 @@ class EnvironmentSettings(BaseModel):
     )
     infra_retries: int = Field(
         default=2, ge=0, description="retries of a tool call whose infrastructure failure may pass"
+    )
+    language: KernelLanguage = Field(
+        default="cuda", description="the kernel language new workspaces are laid out in (cuda or cupy)"
     )
 
     def session_seed(self, index: int) -> int | None:

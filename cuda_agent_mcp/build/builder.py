@@ -47,14 +47,30 @@ from cuda_agent_mcp.build.flags import (
     vendor_library_files,
 )
 from cuda_agent_mcp.build.inputs import planted_links, scan_directives, stage_inputs
+from cuda_agent_mcp.build.nvrtc import (
+    MODULE_TEMPLATE,
+    bad_kernel_names,
+    find_nvrtc,
+    launchable,
+    module_text,
+    nvrtc_command,
+)
+from cuda_agent_mcp.build.nvrtc import readable_paths as nvrtc_readable
 from cuda_agent_mcp.build.redact import PathScope, place, redact_output, workspace_line_reader
 from cuda_agent_mcp.build.registration import registration_problems
 from cuda_agent_mcp.build.toolchain import Toolchain
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.executors import Executor, ProcessLimits, ProcessResult
-from cuda_agent_mcp.results import BuildFailure, BuildResult, Diagnostic, FileBuild, KernelResources
+from cuda_agent_mcp.results import (
+    BuildFailure,
+    BuildResult,
+    Diagnostic,
+    FileBuild,
+    KernelLanguage,
+    KernelResources,
+)
 from cuda_agent_mcp.workspace import HARNESS_FILES, SourceFile, Workspace, harness_text
-from cuda_agent_mcp.workspace.harness import EXTENSION_NAME
+from cuda_agent_mcp.workspace.harness import EXTENSION_NAME, GENERATED_MODULE
 
 # v2: objects compiled inside the build's view (earlier ones were not), keyed by whether they were.
 CACHE_SCHEMA = "v2"
@@ -126,6 +142,14 @@ class Builder:
         self.limits = limits or BuildLimits()
         self._view = view
         self._readable = toolchain_readable(toolchain)
+        self._nvrtc: Path | None = None
+
+    @property
+    def nvrtc(self) -> Path:
+        """libnvrtc for CuPy workspaces, found on first use (ToolchainMissing where there is none)."""
+        if self._nvrtc is None:
+            self._nvrtc = find_nvrtc(self.toolchain)
+        return self._nvrtc
 
     @property
     def view(self) -> BuildView:
@@ -140,9 +164,10 @@ class Builder:
         started = time.monotonic()
         notify = progress or (lambda _event: None)
         view = self.view
+        language = workspace.language
         sources = workspace.build_sources()
         header_names = sorted(workspace.build_headers())
-        harness_digest = fingerprint(*(harness_text(n) for n in HARNESS_FILES))
+        harness_digest = fingerprint(*(harness_text(n) for n in _harness(language)))
         ignored = workspace.modified_protected_files()
         staging = self.cache.staging_dir()
         try:
@@ -163,16 +188,18 @@ class Builder:
                     arch=flags.arch,
                     confinement=list(view.layers),
                     wall_s=round(time.monotonic() - started, 3),
+                    language=language,
                     **fields,
                 )
 
             if not sources:
-                return finish(
-                    ok=False,
-                    failure="no_sources",
-                    summary="no kernel sources: add kernels/<name>.cu and kernels/<name>_binding.cpp",
+                wanted = "kernels/<name>.cu" + (
+                    " and kernels/<name>_binding.cpp" if language == "cuda" else ""
                 )
+                return finish(ok=False, failure="no_sources", summary=f"no kernel sources: add {wanted}")
             refused = [*staged.refused, *planted_links(workspace.root)]
+            if language == "cupy":
+                refused += [_host_code_refusal(s.relpath) for s in sources if s.kind != "cu"]
             refused += scan_directives(staging, sorted(hashes))
             if refused:
                 first = refused[0]
@@ -184,7 +211,7 @@ class Builder:
                     summary=f"{len(refused)} input(s) refused; first: {where}: {first.message}",
                     diagnostics=refused,
                 )
-            for name in HARNESS_FILES:
+            for name in workspace.harness_files:
                 (staging / name).write_text(harness_text(name))
             (staging / TEMP_DIR).mkdir()
             return await self._build_staged(
@@ -206,18 +233,25 @@ class Builder:
         finish: Callable[..., BuildResult],
     ) -> BuildResult:
         header_digest = fingerprint(sorted((h, hashes[h]) for h in header_names))
-        units = [
-            _Unit(
-                "binding.cpp",
-                "cpp",
-                self._unit_key("binding.cpp", "cpp", harness_digest, "", harness_digest, flags),
-            )
-        ]
+        language = workspace.language
+        units = (
+            [
+                _Unit(
+                    "binding.cpp",
+                    "cpp",
+                    self._unit_key("binding.cpp", "cpp", harness_digest, "", harness_digest, flags),
+                )
+            ]
+            if language == "cuda"
+            else []
+        )
         units += [
             _Unit(
                 s.relpath,
                 s.kind,
-                self._unit_key(s.relpath, s.kind, hashes[s.relpath], header_digest, harness_digest, flags),
+                self._unit_key(
+                    s.relpath, s.kind, hashes[s.relpath], header_digest, harness_digest, flags, language
+                ),
             )
             for s in sources
         ]
@@ -235,7 +269,7 @@ class Builder:
             if u.key in cached
         }
         if misses:
-            outcomes |= await self._compile_all(misses, staging, flags, notify, len(units))
+            outcomes |= await self._compile_all(misses, staging, flags, notify, len(units), language)
         ordered = [outcomes[u.key] for u in units]
         files = [
             FileBuild(
@@ -260,6 +294,8 @@ class Builder:
                 kernels=kernels,
                 log="\n".join(o.log for o in failed),
             )
+        if language == "cupy":
+            return self._assemble_module(ordered, files, diagnostics, kernels, workspace, notify, finish)
         if problems := registration_problems(workspace, sources):
             return finish(
                 ok=False,
@@ -308,6 +344,78 @@ class Builder:
         notify(BuildProgress(stage="done", message=result.summary, done=len(units), total=len(units)))
         return result
 
+    def _assemble_module(
+        self,
+        ordered: list[_UnitOutcome],
+        files: list[FileBuild],
+        diagnostics: list[Diagnostic],
+        kernels: list[KernelResources],
+        workspace: Workspace,
+        notify: ProgressCallback,
+        finish: Callable[..., BuildResult],
+    ) -> BuildResult:
+        """A CuPy workspace's "link": its cubins and kernel names into the generated cuda_extension.py."""
+        exposed = launchable(kernels)
+        seen: dict[str, str] = {}
+        for kernel in kernels:
+            if (first := seen.setdefault(kernel.mangled_name, kernel.file)) != kernel.file:
+                message = (
+                    f"kernel {kernel.mangled_name} is defined in {first} and {kernel.file}: "
+                    "cuda_extension needs one kernel per name (rename one, or make it static)"
+                )
+                diagnostics = [
+                    *diagnostics,
+                    Diagnostic(file=kernel.file, severity="error", message=message, tool="linker"),
+                ]
+                return finish(
+                    ok=False,
+                    failure="link_error",
+                    summary=message,
+                    files=files,
+                    diagnostics=diagnostics,
+                    kernels=kernels,
+                )
+        if not exposed:
+            message = (
+                'no extern "C" __global__ kernel in kernels/*.cu: cuda_extension would have nothing to launch'
+            )
+            return finish(
+                ok=False,
+                failure="no_binding",
+                summary=message,
+                files=files,
+                diagnostics=diagnostics,
+                kernels=kernels,
+            )
+        build_key = fingerprint(
+            CACHE_SCHEMA, "cupy-module", [o.unit.key for o in ordered], harness_text(MODULE_TEMPLATE)
+        )
+        module = self.cache.lookup_extension(build_key, GENERATED_MODULE)
+        if module is None:
+            cubins = {o.unit.file: self.cache.object_path(o.unit.key).read_bytes() for o in ordered}
+            built = self.cache.staging_dir() / GENERATED_MODULE
+            try:
+                built.write_text(module_text(cubins, exposed))
+                module = self.cache.store_extension(built, build_key, GENERATED_MODULE)
+            finally:
+                shutil.rmtree(built.parent, ignore_errors=True)
+        in_workspace = workspace.root / GENERATED_MODULE
+        copy_atomically(module, in_workspace)
+        compiled = sum(1 for f in files if f.action == "compiled")
+        result = finish(
+            ok=True,
+            summary=f"built {len(files)} files ({compiled} compiled, {len(files) - compiled} cached); "
+            f"kernels: {', '.join(sorted(exposed))}",
+            build_key=build_key,
+            extension_path=str(module),
+            workspace_extension_path=str(in_workspace),
+            files=files,
+            diagnostics=diagnostics,
+            kernels=kernels,
+        )
+        notify(BuildProgress(stage="done", message=result.summary, done=len(files), total=len(files)))
+        return result
+
     # -- steps ----------------------------------------------------------------------------------
 
     def _unit_key(
@@ -318,6 +426,7 @@ class Builder:
         header_digest: str,
         harness_digest: str,
         flags: BuildFlags,
+        language: KernelLanguage = "cuda",
     ) -> str:
         # A C++ unit's object does not depend on the GPU arch or fast-math, so they stay out of its key.
         # What the link adds (vendor libraries) does not change an object.
@@ -330,10 +439,17 @@ class Builder:
         return fingerprint(
             CACHE_SCHEMA, kind, file, source_sha, header_digest, harness_digest, json.dumps(flag_part, sort_keys=True),
             self.toolchain.fingerprint, "confined" if self.view.confined else "unconfined",
+            *((language, str(self.nvrtc)) if language != "cuda" else ()),
         )  # fmt: skip
 
     async def _compile_all(
-        self, units: list[_Unit], staging: Path, flags: BuildFlags, notify: ProgressCallback, total: int
+        self,
+        units: list[_Unit],
+        staging: Path,
+        flags: BuildFlags,
+        notify: ProgressCallback,
+        total: int,
+        language: KernelLanguage,
     ) -> dict[str, _UnitOutcome]:
         limiter = anyio.CapacityLimiter(self.limits.jobs)
         outcomes: dict[str, _UnitOutcome] = {}
@@ -349,7 +465,7 @@ class Builder:
 
             async with limiter:
                 event(f"compiling {unit.file}")
-                outcomes[unit.key] = await self._compile(unit, staging, flags)
+                outcomes[unit.key] = await self._compile(unit, staging, flags, language)
                 done += 1
                 event(f"{unit.file}: {outcomes[unit.key].action}")
 
@@ -359,23 +475,32 @@ class Builder:
                 group.start_soon(compile_one, unit)
         return outcomes
 
-    async def _compile(self, unit: _Unit, staging: Path, flags: BuildFlags) -> _UnitOutcome:
+    async def _compile(
+        self, unit: _Unit, staging: Path, flags: BuildFlags, language: KernelLanguage
+    ) -> _UnitOutcome:
         # One compile per object key at a time in this process: concurrent sessions building the same
         # harness binding or kernel wait for the first and then find it in the cache.
         async with _unit_lock(unit.key):
             cached = self.cache.lookup_object(unit.key)
             if cached is not None:
                 return _UnitOutcome(unit, "cached", cached, 0.0, list(cached.diagnostics))
-            return await self._compile_now(unit, staging, flags)
+            return await self._compile_now(unit, staging, flags, language)
 
-    async def _compile_now(self, unit: _Unit, staging: Path, flags: BuildFlags) -> _UnitOutcome:
+    async def _compile_now(
+        self, unit: _Unit, staging: Path, flags: BuildFlags, language: KernelLanguage
+    ) -> _UnitOutcome:
         # "./" first: a file name can never be read as an option.
         output = f"./{unit.file}.o"
-        build = nvcc_command if unit.kind == "cu" else cxx_command
-        argv = build(self.toolchain, flags, f"./{unit.file}", output, ["."])
-        result = await self._run(argv, staging, self._readable, self.limits.compile_timeout_s)
+        readable = self._readable
+        if language == "cupy":
+            argv = nvrtc_command(self.toolchain, flags, self.nvrtc, f"./{unit.file}", output)
+            readable = [*readable, *nvrtc_readable(self.nvrtc)]
+        else:
+            build = nvcc_command if unit.kind == "cu" else cxx_command
+            argv = build(self.toolchain, flags, f"./{unit.file}", output, ["."])
+        result = await self._run(argv, staging, readable, self.limits.compile_timeout_s)
         tool = "nvcc" if unit.kind == "cu" else "c++"
-        scope = PathScope.of(staging, self._readable)
+        scope = PathScope.of(staging, readable)
         diagnostics = [
             place(d, scope, unit.file)
             for d in parse_compiler_output(
@@ -393,6 +518,8 @@ class Builder:
             if unit.kind == "cu"
             else []
         )
+        if language == "cupy":
+            diagnostics += bad_kernel_names(kernels, unit.file)
         record = ObjectRecord(
             key=unit.key,
             file=unit.file,
@@ -468,6 +595,21 @@ class Builder:
             return diagnostics, f"== link ==\n{result.output}"
         self.cache.store_extension(output, build_key)
         return [], ""
+
+
+def _harness(language: KernelLanguage) -> tuple[str, ...]:
+    """The pristine files whose text is part of every unit's key, per language."""
+    return HARNESS_FILES if language == "cuda" else (MODULE_TEMPLATE,)
+
+
+def _host_code_refusal(relpath: str) -> Diagnostic:
+    return Diagnostic(
+        file=relpath,
+        severity="error",
+        message="a CuPy workspace has no host code: NVRTC compiles kernels/*.cu only, and model_new.py "
+        "launches their kernels through cuda_extension; delete this file (see SKILL.md)",
+        tool="nvcc",
+    )
 
 
 def _last_error_line(output: str) -> str:

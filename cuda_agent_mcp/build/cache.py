@@ -3,6 +3,7 @@
     <root>/objects/<k[:2]>/<k>.o      object file        k = hash(source, headers, flags, toolchain)
     <root>/objects/<k[:2]>/<k>.json   its ObjectRecord (diagnostics, kernel resources, the object's sha256)
     <root>/extensions/<k>/cuda_extension.so                k = hash(object keys, toolchain)
+    <root>/extensions/<k>/cuda_extension.py                a CuPy workspace's module (its cubins inside)
     <root>/extensions/<k>/record.json its sha256 and size
     <root>/tmp/                       staging; entries move into place by atomic rename
 
@@ -105,13 +106,15 @@ class BuildCache:
 
     # -- extensions ----------------------------------------------------------------------------
 
-    def extension_path(self, key: str) -> Path:
-        return self.root / "extensions" / key / f"{EXTENSION_NAME}.so"
+    def extension_path(self, key: str, name: str = f"{EXTENSION_NAME}.so") -> Path:
+        """Where the extension of `key` lives: a linked `cuda_extension.so`, or a CuPy workspace's
+        generated `cuda_extension.py` (`name`)."""
+        return self.root / "extensions" / key / name
 
-    def lookup_extension(self, key: str) -> Path | None:
+    def lookup_extension(self, key: str, name: str = f"{EXTENSION_NAME}.so") -> Path | None:
         """The cached extension if its bytes still hash to what was stored, else None (a bad one is
         evicted, so the caller links it again)."""
-        path = self.extension_path(key)
+        path = self.extension_path(key, name)
         record_path = path.with_name("record.json")
         if not path.exists():
             return None
@@ -126,8 +129,8 @@ class BuildCache:
         _touch(record_path)
         return path
 
-    def store_extension(self, built: Path, key: str) -> Path:
-        target = self.extension_path(key)
+    def store_extension(self, built: Path, key: str, name: str = f"{EXTENSION_NAME}.so") -> Path:
+        target = self.extension_path(key, name)
         target.parent.mkdir(parents=True, exist_ok=True)
         digest = _take(built, target)
         record = _ExtensionRecord(sha256=digest, size=target.stat().st_size)

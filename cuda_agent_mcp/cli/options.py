@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import click
 import typer
 
 DeviceOption = Annotated[
@@ -50,4 +51,12 @@ BudgetOption = Annotated[float, typer.Option(help="timing budget per implementat
 CallTimeoutOption = Annotated[
     float,
     typer.Option(help="seconds one forward() call may take (a hung kernel is killed)"),
+]
+LanguageOption = Annotated[
+    str,
+    typer.Option(
+        click_type=click.Choice(["cuda", "cupy"]),
+        help="kernel language of a new workspace: cuda (nvcc builds a torch extension) or cupy (NVRTC "
+        "compiles kernels/*.cu, launched through CuPy; no host code); its SKILL.md says how",
+    ),
 ]

@@ -131,7 +131,11 @@ class KernelEnv:
         self._episodes += 1
         directory = self.root / f"episode-{self._episodes}"
         self.session = Session.create(
-            chosen, directory, overwrite=True, seed=self.settings.session_seed(self._episodes)
+            chosen,
+            directory,
+            overwrite=True,
+            seed=self.settings.session_seed(self._episodes),
+            language=self.settings.language,
         )
         # `submit` is always accepted: it is how a trainer ends an episode the policy left open.
         allowed = [*self.tool_names, *([SUBMIT] if SUBMIT not in self.tool_names else [])]

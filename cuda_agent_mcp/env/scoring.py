@@ -81,7 +81,11 @@ async def score_batch(
             )
             return
         session = Session.create(
-            task, root / f"solution-{index}", scheduler=scheduler, seed=settings.session_seed(index)
+            task,
+            root / f"solution-{index}",
+            scheduler=scheduler,
+            seed=settings.session_seed(index),
+            language=settings.language,
         )
         restore(session, solution.files)
 

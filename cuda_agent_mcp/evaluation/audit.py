@@ -27,7 +27,9 @@ __all__ = [
 
 _NATIVE_SUFFIXES = {".cu": False, ".cpp": True, ".cc": True, ".cxx": True}  # suffix -> host code
 _HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".hh", ".inl")
-_HARNESS = ("binding.cpp", "binding_registry.h", "model.py")
+# The harness's files, the reference, and a CuPy workspace's generated module (the build's: the
+# evaluation stages the build cache's copy, never this one).
+_HARNESS = ("binding.cpp", "binding_registry.h", "model.py", "cuda_extension.py")
 
 
 def audit_workspace(root: Path, allowed_libraries: Collection[str] = ()) -> list[AuditFinding]:

@@ -43,7 +43,10 @@ _BUILTIN_METHODS = {
 # Lookups by computed names (setattr and delattr write, so they are not lookups).
 _COMPUTED_NAME_CALLS = {"getattr", "globals", "locals", "vars", "__import__"}
 _DYNAMIC_CODE_CALLS = {"eval", "exec", "compile"}
-_DUNDERS = {"__dict__", "__getattribute__", "__builtins__", "__globals__", "__code__", "__closure__"}
+_DUNDERS = {
+    "__dict__", "__getattribute__", "__builtins__", "__globals__", "__code__", "__closure__", "__class__",
+    "__mro__", "__bases__", "__base__", "__subclasses__", "__self__", "__func__", "__wrapped__",
+}  # fmt: skip
 
 Add = Callable[[ast.AST | None, str, str], None]
 
@@ -119,6 +122,18 @@ def _check_dynamic(tree: ast.Module, names: ModuleNames, add: Add) -> None:
                 node,
                 "computed_name",
                 f".{node.attr} reaches attributes by computed names: spell the attribute out",
+            )
+        if (
+            isinstance(node, ast.Attribute | ast.Call)  # a constant getattr() is an attribute
+            and (dotted := names.resolve(node)) is not None
+            and dotted.startswith("cuda_extension.")
+            and any(part.startswith("_") for part in dotted.split(".")[1:])
+        ):
+            # A CuPy workspace's cuda_extension is a Python object: only its kernels are the candidate's.
+            add(
+                node,
+                "private_attribute",
+                f"{ast.unparse(node)} reaches inside cuda_extension: call its kernels or functions only",
             )
         if isinstance(node, ast.Name) and node.id in ("__builtins__", "__import__"):
             add(node, "computed_name", f"{node.id} reaches names by computed strings: spell the name out")

@@ -12,6 +12,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.build import ProgressCallback
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.server.calls import SessionId
 from cuda_agent_mcp.server.jobs import JobBoard, JobState, JobStatus
 from cuda_agent_mcp.server.sessions import SessionBrief, SessionInfo, SessionList, SessionRegistry, brief
@@ -43,6 +44,11 @@ class StartSessionRequest(_Request):
     directory: str | None = Field(
         default=None,
         description="an existing workspace directory on the server's machine (local client only)",
+    )
+    language: KernelLanguage = Field(
+        default="cuda",
+        description="kernel language of a new workspace: cuda (nvcc, a torch extension) or cupy (NVRTC, "
+        "launched through CuPy); its SKILL.md says how to write it",
     )
 
 
@@ -77,6 +83,7 @@ async def _start(
             task_id=request.task_id,
             reference_source=request.reference_source,
             directory=request.directory,
+            language=request.language,
         )
     )
     return call.sessions.info(session)

@@ -29,12 +29,13 @@ from cuda_agent_mcp.errors import LimitExceeded, SessionNotFound, UsageError
 from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.isolation.quota import CallRate, SessionQuotas
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tasks.model import TaskSource
 from cuda_agent_mcp.tasks.single_file import task_from_source
 from cuda_agent_mcp.tools import Session
 from cuda_agent_mcp.tools.journal import JournalRecord
-from cuda_agent_mcp.workspace import PROTECTED_FILES
+from cuda_agent_mcp.workspace import REFERENCE_FILE
 from cuda_agent_mcp.workspace import files as workspace_files
 
 _log = logging.getLogger(__name__)
@@ -55,6 +56,9 @@ class SessionInfo(BaseModel):
     workspace: str = Field(description="the workspace directory on the server's machine")
     files: list[str] = Field(description="workspace files the agent may edit, and the protected ones")
     protected: list[str] = Field(description="harness files: readable, never trusted if edited")
+    language: KernelLanguage = Field(
+        default="cuda", description="what this workspace's kernels are written in"
+    )
     isolation: list[str] = Field(
         default_factory=list, description="what confines this session's commands and builds on this server"
     )
@@ -215,6 +219,7 @@ class SessionRegistry:
         task_id: str | None = None,
         reference_source: str | None = None,
         directory: str | None = None,
+        language: KernelLanguage = "cuda",
     ) -> Session:
         given = [value for value in (task_id, reference_source, directory) if value]
         if len(given) != 1:
@@ -245,7 +250,9 @@ class SessionRegistry:
                     location="reference_source",
                 )
             )
-            session = Session.create(task, self.root / session_id, id=session_id, **options)
+            session = Session.create(
+                task, self.root / session_id, id=session_id, language=language, **options
+            )
         with self._lock:
             self._sessions[session.id] = _Entry(session, client, owned=not directory)
         self._start_reaper()
@@ -426,7 +433,8 @@ class SessionRegistry:
             task_name=session.task.name,
             workspace=str(session.workspace.root),
             files=workspace_files.list_paths(session.workspace.root, "**/*"),
-            protected=sorted(PROTECTED_FILES),
+            protected=sorted({REFERENCE_FILE, *session.workspace.harness_files}),
+            language=session.workspace.language,
             isolation=list(getattr(session.run_executor, "isolation", ())),
             quotas=session.quotas,
         )

@@ -48,7 +48,7 @@ from cuda_agent_mcp.tools.cpu_path import python_only
 from cuda_agent_mcp.tools.gpu import require_gpu
 from cuda_agent_mcp.tools.ncu import ncu_pass
 from cuda_agent_mcp.tools.session import Session, judge_env
-from cuda_agent_mcp.workspace import CANDIDATE_FILE, EXTENSION_NAME, REFERENCE_FILE
+from cuda_agent_mcp.workspace import CANDIDATE_FILE, GENERATED_MODULE, REFERENCE_FILE
 
 STRICT_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
 # Honest fp32 kernels land near 1e-6 relative error norm; fp16 or TF32 rounding gives about 3e-4.
@@ -535,7 +535,7 @@ def candidate_python_files(session: Session) -> list[Path]:
     return sorted(
         path
         for path in root.glob("*.py")
-        if path.name != REFERENCE_FILE and path.is_file() and not path.is_symlink()
+        if path.name not in (REFERENCE_FILE, GENERATED_MODULE) and path.is_file() and not path.is_symlink()
     )
 
 
@@ -549,7 +549,8 @@ def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
     if not (target / CANDIDATE_FILE).exists():
         (target / CANDIDATE_FILE).write_text("raise ImportError('the workspace has no model_new.py')\n")
     if build.extension_path is not None:  # None: a pure-PyTorch candidate on the CPU (python_only)
-        shutil.copy(build.extension_path, target / f"{EXTENSION_NAME}.so")
+        # cuda_extension.so, or a CuPy workspace's generated cuda_extension.py: the build's copy, always.
+        shutil.copy(build.extension_path, target / Path(build.extension_path).name)
 
 
 def needs_health_check(report: JudgeReport) -> bool:

@@ -34,6 +34,7 @@ from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.isolation.containers import IMAGE_ENV
 from cuda_agent_mcp.isolation.quota import SessionQuotas
 from cuda_agent_mcp.isolation.worker_containers import gpu_worker_problem, judge_gpu
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tasks import Task
 from cuda_agent_mcp.tools.journal import Journal, default_journal_path, open_journal
 from cuda_agent_mcp.workspace import Workspace
@@ -97,9 +98,17 @@ class Session:
         return self._run_executor
 
     @classmethod
-    def create(cls, task: Task, directory: str | Path, *, overwrite: bool = False, **options: Any) -> Session:
-        """Lay out a new workspace for `task` and open a session on it."""
-        workspace = Workspace.create(task, directory, overwrite=overwrite)
+    def create(
+        cls,
+        task: Task,
+        directory: str | Path,
+        *,
+        overwrite: bool = False,
+        language: KernelLanguage = "cuda",
+        **options: Any,
+    ) -> Session:
+        """Lay out a new workspace for `task`, its kernels in `language`, and open a session on it."""
+        workspace = Workspace.create(task, directory, overwrite=overwrite, language=language)
         return cls(task, workspace, workspace_owned=True, **options)
 
     @classmethod

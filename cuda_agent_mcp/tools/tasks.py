@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tasks import ProbeReport, Task, TaskCatalog, TaskSummary, probe_task
 from cuda_agent_mcp.tools.rules import TaskRules, skill_section, task_rules
 from cuda_agent_mcp.workspace import Workspace
@@ -45,6 +46,9 @@ class WorkspaceInfo(_Model):
     task_id: str
     path: str
     files: list[str]
+    language: KernelLanguage = Field(
+        default="cuda", description="what the workspace's kernels are written in"
+    )
 
 
 async def list_tasks(catalog: TaskCatalog, query: TaskQuery | None = None) -> TaskList:
@@ -66,12 +70,18 @@ async def show_task(catalog: TaskCatalog, task_id: str, *, inspect: bool = True)
 
 
 async def new_workspace(
-    catalog: TaskCatalog, task_id: str, directory: str | Path, *, overwrite: bool = False
+    catalog: TaskCatalog,
+    task_id: str,
+    directory: str | Path,
+    *,
+    overwrite: bool = False,
+    language: KernelLanguage = "cuda",
 ) -> WorkspaceInfo:
-    """Check the task runs, then lay out its workspace; its SKILL.md ends with this task's rules."""
+    """Check the task runs, then lay out its workspace for kernels in `language`; its SKILL.md ends with
+    this task's rules."""
     task = catalog.get(task_id)
     probe = await probe_task(task)
     guide = skill_section(task, task_rules(task, probe))
-    workspace = Workspace.create(task, directory, overwrite=overwrite, guide=guide)
+    workspace = Workspace.create(task, directory, overwrite=overwrite, guide=guide, language=language)
     files = sorted(p.relative_to(workspace.root).as_posix() for p in workspace.root.rglob("*") if p.is_file())
-    return WorkspaceInfo(task_id=task.id, path=str(workspace.root), files=files)
+    return WorkspaceInfo(task_id=task.id, path=str(workspace.root), files=files, language=language)

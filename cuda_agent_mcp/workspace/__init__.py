@@ -1,9 +1,10 @@
 """Agent workspaces: the on-disk layout, the pristine harness files, and confined file operations."""
 
-from cuda_agent_mcp.workspace.harness import EXTENSION_NAME, HARNESS_FILES, harness_text
+from cuda_agent_mcp.workspace.harness import EXTENSION_NAME, GENERATED_MODULE, HARNESS_FILES, harness_text
 from cuda_agent_mcp.workspace.layout import (
     CANDIDATE_FILE,
     KERNELS_DIR,
+    LANGUAGES,
     PROTECTED_FILES,
     REFERENCE_FILE,
     SourceFile,
@@ -13,8 +14,10 @@ from cuda_agent_mcp.workspace.layout import (
 __all__ = [
     "CANDIDATE_FILE",
     "EXTENSION_NAME",
+    "GENERATED_MODULE",
     "HARNESS_FILES",
     "KERNELS_DIR",
+    "LANGUAGES",
     "PROTECTED_FILES",
     "REFERENCE_FILE",
     "SourceFile",

@@ -6,7 +6,10 @@ kernels/*.cu           agent: pure CUDA + extern "C" launchers
 kernels/*_binding.cpp  agent: torch tensors -> pointers, REGISTER_BINDING
 binding.cpp            harness (ignored if edited)
 binding_registry.h     harness (ignored if edited)
-.cuda-agent/           provenance: which task this workspace was made from
+.cuda-agent/           provenance: which task this workspace was made from, in which kernel language
+
+A CuPy workspace (`language="cupy"`) has no host code and no harness files: kernels/*.cu are device code
+that NVRTC compiles, and model_new.py launches them through the generated `cuda_extension` module.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ import json
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from cuda_agent_mcp.errors import WorkspaceError
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tasks import Task, TaskSource, task_from_source
 from cuda_agent_mcp.tasks.static_check import check_reference_source, model_init_signature
 from cuda_agent_mcp.workspace.harness import HARNESS_FILES, harness_text
@@ -33,6 +37,9 @@ SOURCE_SUFFIXES: dict[str, Literal["cu", "cpp"]] = {".cu": "cu", ".cpp": "cpp", 
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".hh", ".inl")
 
 SourceKind = Literal["cu", "cpp"]
+LANGUAGES: tuple[KernelLanguage, ...] = ("cuda", "cupy")
+# Where each language's SKILL.md and model_new.py template live among the pristine files.
+LANGUAGE_FILES: dict[KernelLanguage, PurePosixPath] = {"cuda": PurePosixPath(), "cupy": PurePosixPath("cupy")}
 
 
 @dataclass(frozen=True)
@@ -47,19 +54,33 @@ class SourceFile:
 class Workspace:
     """A directory an agent works in, tied to the reference it was opened with."""
 
-    def __init__(self, root: Path, reference_code: str, task_id: str) -> None:
+    def __init__(
+        self, root: Path, reference_code: str, task_id: str, language: KernelLanguage = "cuda"
+    ) -> None:
         self.root = root
         self.reference_code = reference_code
         self.task_id = task_id
+        self.language: KernelLanguage = language
+
+    @property
+    def harness_files(self) -> tuple[str, ...]:
+        """The pristine files this workspace's language lays out (a CuPy workspace has none)."""
+        return HARNESS_FILES if self.language == "cuda" else ()
 
     # -- creation -----------------------------------------------------------------------------
 
     @classmethod
     def create(
-        cls, task: Task, directory: str | Path, *, overwrite: bool = False, guide: str | None = None
+        cls,
+        task: Task,
+        directory: str | Path,
+        *,
+        overwrite: bool = False,
+        guide: str | None = None,
+        language: KernelLanguage = "cuda",
     ) -> Workspace:
-        """Lay out a fresh workspace for `task` in `directory` (which must be empty unless overwrite);
-        `guide` (this task's rules) is appended to SKILL.md."""
+        """Lay out a fresh workspace for `task` in `directory` (which must be empty unless overwrite),
+        in `language`; `guide` (this task's rules) is appended to SKILL.md."""
         root = Path(directory).resolve()
         if root.exists() and not root.is_dir():
             raise WorkspaceError(f"{root} exists and is not a directory")
@@ -70,18 +91,25 @@ class Workspace:
             )
         (root / KERNELS_DIR).mkdir(parents=True, exist_ok=True)
         _write_readonly(root / REFERENCE_FILE, task.code)
-        for name in HARNESS_FILES:
+        pristine = LANGUAGE_FILES[language]
+        for name in HARNESS_FILES if language == "cuda" else ():
             _write_readonly(root / name, harness_text(name))
-        (root / "SKILL.md").write_text(harness_text("SKILL.md") + (f"\n{guide}" if guide else ""))
+        (root / "SKILL.md").write_text(harness_text(pristine / "SKILL.md") + (f"\n{guide}" if guide else ""))
         candidate = root / CANDIDATE_FILE
         if not candidate.exists():
             signature = model_init_signature(check_reference_source(task.code, task.id))
             parameters = f"self, {signature}" if signature else "self"
-            candidate.write_text(harness_text("model_new.py.template").replace("{parameters}", parameters))
-        meta = {"task_id": task.id, "content_hash": task.content_hash, "source": task.source.model_dump()}
+            template = harness_text(pristine / "model_new.py.template")
+            candidate.write_text(template.replace("{parameters}", parameters))
+        meta = {
+            "task_id": task.id,
+            "content_hash": task.content_hash,
+            "source": task.source.model_dump(),
+            "language": language,
+        }
         (root / META_DIR).mkdir(exist_ok=True)
         (root / META_DIR / "workspace.json").write_text(json.dumps(meta, indent=2) + "\n")
-        return cls(root, task.code, task.id)
+        return cls(root, task.code, task.id, language)
 
     @classmethod
     def open(cls, directory: str | Path) -> Workspace:
@@ -93,9 +121,10 @@ class Workspace:
         if not model.is_file():
             raise WorkspaceError(f"{root} has no {REFERENCE_FILE}: not a workspace")
         code = model.read_text(encoding="utf-8")
-        task_id = _recorded_task_id(root) or f"workspace/{root.name}"
+        recorded = _recorded_meta(root)
+        task_id = recorded.task_id or f"workspace/{root.name}"
         check_reference_source(code, str(model))
-        return cls(root, code, task_id)
+        return cls(root, code, task_id, recorded.language)
 
     def task(self) -> Task:
         """The reference of this workspace as a Task."""
@@ -110,11 +139,12 @@ class Workspace:
     # -- build inputs -------------------------------------------------------------------------
 
     def build_sources(self) -> list[SourceFile]:
-        """The agent's translation units: *.cu/*.cpp at the root and in kernels/ (harness files excluded)."""
+        """The agent's translation units: *.cu/*.cpp at the root and in kernels/ (harness files excluded;
+        a CuPy workspace's C++ units are listed too, so its build can refuse them by name)."""
         return [
             SourceFile(path.relative_to(self.root).as_posix(), SOURCE_SUFFIXES[path.suffix], _sha256(path))
             for path in self._files_in_build_dirs()
-            if path.suffix in SOURCE_SUFFIXES and path.name not in HARNESS_FILES
+            if path.suffix in SOURCE_SUFFIXES and path.name not in self.harness_files
         ]
 
     def build_headers(self) -> dict[str, str]:
@@ -122,13 +152,13 @@ class Workspace:
         return {
             path.relative_to(self.root).as_posix(): _sha256(path)
             for path in self._files_in_build_dirs()
-            if path.suffix in HEADER_SUFFIXES and path.name not in HARNESS_FILES
+            if path.suffix in HEADER_SUFFIXES and path.name not in self.harness_files
         }
 
     def modified_protected_files(self) -> list[str]:
         """Protected files present in the workspace whose content differs from the pristine copy (the
         build and the evaluator ignore them; a missing harness file is no problem, its copy is used)."""
-        pristine = {REFERENCE_FILE: self.reference_code} | {n: harness_text(n) for n in HARNESS_FILES}
+        pristine = {REFERENCE_FILE: self.reference_code} | {n: harness_text(n) for n in self.harness_files}
         changed = []
         for name, text in pristine.items():
             path = self.root / name
@@ -160,10 +190,16 @@ def _write_readonly(path: Path, text: str) -> None:
     os.chmod(path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
 
 
-def _recorded_task_id(root: Path) -> str | None:
-    """The task id recorded when the workspace was laid out; None where nothing was recorded (a folder
-    opened in place). A record that cannot be read is an error, never ignored: the workspace would be
-    judged as another task."""
+@dataclass(frozen=True)
+class _Recorded:
+    task_id: str | None
+    language: KernelLanguage
+
+
+def _recorded_meta(root: Path) -> _Recorded:
+    """The task id and language recorded when the workspace was laid out; no task id (and CUDA) where
+    nothing was recorded (a folder opened in place). A record that cannot be read is an error, never
+    ignored: the workspace would be judged as another task, or built as another language."""
     meta = root / META_DIR / "workspace.json"
     repair = (
         f"delete it (the workspace then counts as its own task, workspace/{root.name}), restore it, or "
@@ -172,7 +208,7 @@ def _recorded_task_id(root: Path) -> str | None:
     try:
         text = meta.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return None
+        return _Recorded(None, "cuda")
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkspaceError(f"{meta} cannot be read ({exc}): {repair}") from None
     try:
@@ -184,12 +220,18 @@ def _recorded_task_id(root: Path) -> str | None:
     task_id = value.get("task_id") if isinstance(value, dict) else None
     if not isinstance(task_id, str) or not task_id:
         raise WorkspaceError(f"{meta} has no task_id (a JSON object with a string task_id): {repair}")
-    return task_id
+    language = value.get("language", "cuda")
+    if language not in LANGUAGES:
+        raise WorkspaceError(
+            f"{meta} names the kernel language {language!r}; this version knows {', '.join(LANGUAGES)}: {repair}"
+        )
+    return _Recorded(task_id, language)
 
 
 __all__ = [
     "CANDIDATE_FILE",
     "KERNELS_DIR",
+    "LANGUAGES",
     "PROTECTED_FILES",
     "REFERENCE_FILE",
     "SourceFile",
