@@ -87,7 +87,7 @@ def cupy_session(
     and `files` (relative path -> contents, model_new.py included) written over it."""
     task = load_task_file(EXAMPLES / "relu" / "model.py", task_id="examples/relu")
     try:
-        session = Session.create(task, tmp_path / "ws", cache_dir=cache, language="cupy")  # type: ignore[call-arg]
+        session = Session.create(task, tmp_path / "ws", cache_dir=cache, language="cupy")
     except TypeError as exc:  # the branch predates the cupy core (Session.create has no language)
         pytest.skip(f"the cupy language is not on this branch: {exc}")
     root = session.workspace.root
