@@ -1,6 +1,7 @@
 """The GPU acceptance run's corpus part: honest kernels must pass, forgeries must be rejected (issue 23).
 
     python benchmarks/acceptance.py --kernelbench DIR --out acceptance.json [--corpus sample|all]
+    python benchmarks/acceptance.py --kernelbench DIR --out cupy.json --language cupy   (issue 28)
 
 Honest: the fixtures of tests/fixtures/honest and the KernelBench workspaces of benchmarks/suites (their
 references from `--kernelbench`), built in parallel, then verified and profiled one at a time through the
@@ -29,7 +30,7 @@ import anyio
 
 from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.judge.timing import HIDDEN_FRACTION_LIMIT
-from cuda_agent_mcp.results import Passed, Rejected
+from cuda_agent_mcp.results import KernelLanguage, Passed, Rejected
 from cuda_agent_mcp.tasks import load_kernelbench
 from cuda_agent_mcp.tools import (
     EvaluateRequest,
@@ -45,6 +46,8 @@ from cuda_agent_mcp.tools import (
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "honest"
 SUITES = REPO / "benchmarks" / "suites" / "workspaces" / "kernelbench"
+# Each kernel language's honest KernelBench suite (the CUDA one also has fixtures and forgeries).
+LANGUAGE_SUITES: dict[KernelLanguage, Path] = {"cuda": SUITES, "cupy": SUITES.with_name("kernelbench_cupy")}
 EXAMPLES = REPO / "examples"
 # Baselines measured (the reference's outputs cross the transport from clean workers, and the reward is
 # computed): the loss tasks whose 0-dim outputs keep a large storage, and the bundled examples.
@@ -114,26 +117,33 @@ class Row:
 
 
 def honest_sessions(
-    work: Path, cache: Path, kernelbench: Path | None, corpus: str
+    work: Path, cache: Path, kernelbench: Path | None, corpus: str, language: KernelLanguage = "cuda"
 ) -> list[tuple[str, Session]]:
-    sessions = [
-        (f"fixture/{p.name}", _copy_open(p, work / "fixtures" / p.name, cache)) for p in _dirs(FIXTURES)
-    ]
+    sessions = (
+        [(f"fixture/{p.name}", _copy_open(p, work / "fixtures" / p.name, cache)) for p in _dirs(FIXTURES)]
+        if language == "cuda"
+        else []
+    )
     if kernelbench is None:
         return sessions
     tasks = {t.id.removeprefix("kernelbench/"): t for t in load_kernelbench(kernelbench)}
-    for level in sorted(SUITES.iterdir()):
+    suites = LANGUAGE_SUITES[language]
+    for level in sorted(p for p in suites.iterdir() if p.is_dir()):
         for solution in sorted(level.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else 0):
             key = f"{level.name}/{solution.name}"
-            if key not in tasks or (corpus == "sample" and key not in SAMPLE_SUITE):
+            if key not in tasks or (language == "cuda" and corpus == "sample" and key not in SAMPLE_SUITE):
                 continue
-            session = Session.create(tasks[key], work / "suites" / key.replace("/", "-"), cache_dir=cache)
+            session = Session.create(
+                tasks[key], work / "suites" / key.replace("/", "-"), cache_dir=cache, language=language
+            )
             for path in solution.rglob("*"):
                 if path.is_file():
                     target = session.workspace.root / path.relative_to(solution)
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(path, target)
-            sessions.append((f"kernelbench/{key}", session))
+            sessions.append(
+                (f"kernelbench/{key}" + ("" if language == "cuda" else f" ({language})"), session)
+            )
     return sessions
 
 
@@ -227,11 +237,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--no-forgeries", action="store_true")
     parser.add_argument("--build-only", action="store_true", help="fill the build cache and stop")
+    parser.add_argument(
+        "--language", choices=("cuda", "cupy"), default="cuda", help="whose honest suite (cupy: no forgeries)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cuda-agent-acceptance-"))
     cache = Path(os.environ.get("CUDA_AGENT_CACHE", work / "cache"))
-    honest = honest_sessions(work, cache, args.kernelbench, args.corpus)
-    forged = [] if args.no_forgeries else forged_sessions(work, cache)
+    honest = honest_sessions(work, cache, args.kernelbench, args.corpus, args.language)
+    forged = [] if args.no_forgeries or args.language != "cuda" else forged_sessions(work, cache)
     started = time.monotonic()
     failures = build_all([s for _, s in honest] + [s for *_, s in forged])
     build_s = time.monotonic() - started
@@ -266,6 +279,7 @@ def main() -> None:
     forged_stats = [r.hidden_fraction for r in rows if r.kind == "forged" and r.hidden_fraction is not None]
     summary = {
         "commit": os.environ.get("BENCH_COMMIT", "unknown"),
+        "language": args.language,
         "honest": sum(r.kind == "honest" for r in rows),
         "honest_passed": sum(r.ok for r in rows if r.kind == "honest"),
         "forged": sum(r.kind == "forged" for r in rows),

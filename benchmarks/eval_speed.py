@@ -1,12 +1,13 @@
 """Benchmark: verify, profile and the build+verify+profile round trip on KernelBench level1/19_ReLU.
 
-    python benchmarks/eval_speed.py --out results.json [--edits 5] [--repeats 10]
+    python benchmarks/eval_speed.py --out results.json [--edits 5] [--repeats 10] [--language cupy]
 
 Judges of the process's own (as the MCP server and RL environments hold them); the CLI's path through the
 judge service is `benchmarks/cli_eval_speed.py`.
 
 The task (x: 4096 x 393216 fp32, 6.4 GB) is `benchmarks/kernelbench_level1_19_ReLU.py`, a copy of the
-KernelBench problem (MIT licence); the kernel is the ReLU example's float4 kernel. Baselines are measured
+KernelBench problem (MIT licence); the kernel is the ReLU example's float4 kernel (`--language cupy`: the same
+kernels compiled by NVRTC and launched through CuPy, benchmarks/cupy_relu). Baselines are measured
 once, then read from the cache, as in an agent's loop. Measurement quality: the same kernel profiled in
 separate calls; the spread of the speedups around their median.
 """
@@ -24,13 +25,13 @@ from pathlib import Path
 
 import anyio
 
-from cuda_agent_mcp.results import Passed
+from cuda_agent_mcp.results import KernelLanguage, Passed
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import ProfileRequest, Session, compile_kernels, profile_kernels, verify_kernels
 
 REPO = Path(__file__).resolve().parent.parent
 TASK = REPO / "benchmarks" / "kernelbench_level1_19_ReLU.py"
-EXAMPLE = REPO / "examples" / "relu"
+EXAMPLES = {"cuda": REPO / "examples" / "relu", "cupy": REPO / "benchmarks" / "cupy_relu"}
 
 
 async def timed(work):
@@ -43,13 +44,13 @@ async def timed(work):
     return result, seconds
 
 
-async def run(edits: int, repeats: int) -> dict[str, object]:
+async def run(edits: int, repeats: int, language: KernelLanguage = "cuda") -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="cuda-agent-eval-bench-"))
-    session = Session.create(
-        load_task_file(TASK, task_id="kernelbench/level1/19"), work / "ws", cache_dir=work / "cache"
-    )
-    shutil.copytree(EXAMPLE / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True)
-    shutil.copy(EXAMPLE / "model_new.py", session.workspace.root / "model_new.py")
+    task = load_task_file(TASK, task_id="kernelbench/level1/19")
+    session = Session.create(task, work / "ws", cache_dir=work / "cache", language=language)
+    example = EXAMPLES[language]
+    shutil.copytree(example / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True)
+    shutil.copy(example / "model_new.py", session.workspace.root / "model_new.py")
 
     build, build_s = await timed(compile_kernels(session))
     assert build.ok, build.summary
@@ -65,10 +66,11 @@ async def run(edits: int, repeats: int) -> dict[str, object]:
     round_trips = []
     round_trip_parts = []
     for index in range(edits):
+        # An edit that changes the compiled code: the launch width (CUDA) or the tail kernel's (CuPy).
         kernel.write_text(
             original.replace(
                 "const int threads = 256;", f"const int threads = {(128, 512)[index % 2]};  // {index}"
-            )
+            ).replace("if (i < n) y[i]", f"if (i < n + {index} - {index}) y[i]")
         )
         started = time.perf_counter()
         built, built_s = await timed(compile_kernels(session))
@@ -100,6 +102,7 @@ async def run(edits: int, repeats: int) -> dict[str, object]:
     shutil.rmtree(work, ignore_errors=True)
     return {
         "benchmark": "eval_speed",
+        "language": language,
         "commit": os.environ.get("BENCH_COMMIT", "unknown"),
         "gpu": first.gpu,
         "task": "kernelbench/level1/19 ReLU, x 4096 x 393216 fp32",
@@ -150,9 +153,10 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--language", choices=("cuda", "cupy"), default="cuda")
     args = parser.parse_args()
     os.environ.setdefault("CUDA_AGENT_JUDGE_SERVICE", "off")  # this process's own judges, as documented
-    result = anyio.run(run, args.edits, args.repeats)
+    result = anyio.run(run, args.edits, args.repeats, args.language)
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.write_text(text + "\n")

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -48,6 +48,7 @@ from cuda_agent_mcp.cli.options import (
     BudgetOption,
     CallTimeoutOption,
     DeviceOption,
+    LanguageChoice,
     LanguageOption,
     PrecisionCheckOption,
     StrictOption,
@@ -60,7 +61,7 @@ from cuda_agent_mcp.errors import CudaAgentError
 from cuda_agent_mcp.evaluation.judge_client import want_service_started
 from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.executors.sandboxed import REDUCED_ISOLATION_ENV
-from cuda_agent_mcp.results import BuildResult, KernelLanguage, ProfileResult, VerifyResult
+from cuda_agent_mcp.results import BuildResult, ProfileResult, VerifyResult
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tasks.fetch import fetch_kernelbench
 from cuda_agent_mcp.tools import (
@@ -239,7 +240,7 @@ def workspace_new(
     directory: Annotated[Path, typer.Argument(help="where to lay the workspace out")],
     tasks: TasksOption = None,
     overwrite: Annotated[bool, typer.Option(help="lay out even if the directory is not empty")] = False,
-    language: LanguageOption = "cuda",
+    language: LanguageOption = LanguageChoice.cuda,
     json: JsonOption = False,
 ) -> None:
     """Create a workspace for a task: model.py, model_new.py skeleton, kernels/, harness files, and a
@@ -249,9 +250,8 @@ def workspace_new(
         f"inspecting {task} (its entry points run on meta in a child process), then laying out {directory}"
     )
     with step(doing, quiet=json):
-        chosen = cast(KernelLanguage, language)  # click.Choice let only the Literal's values through
         info = _run(
-            lambda: new_workspace(catalog, task, directory, overwrite=overwrite, language=chosen),
+            lambda: new_workspace(catalog, task, directory, overwrite=overwrite, language=language.value),
             as_json=json,
         )
     _emit_json(info) if json else out.print(render.workspace_created(info))

@@ -4,9 +4,9 @@ are the request models' (a refusal is then one usage line, as for every other ba
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
-import click
 import typer
 
 DeviceOption = Annotated[
@@ -52,10 +52,18 @@ CallTimeoutOption = Annotated[
     float,
     typer.Option(help="seconds one forward() call may take (a hung kernel is killed)"),
 ]
+
+
+class LanguageChoice(StrEnum):
+    """The kernel languages a workspace can be laid out in (results.KernelLanguage's values)."""
+
+    cuda = "cuda"
+    cupy = "cupy"
+
+
 LanguageOption = Annotated[
-    str,
+    LanguageChoice,
     typer.Option(
-        click_type=click.Choice(["cuda", "cupy"]),
         help="kernel language of a new workspace: cuda (nvcc builds a torch extension) or cupy (NVRTC "
         "compiles kernels/*.cu, launched through CuPy; no host code); its SKILL.md says how",
     ),
