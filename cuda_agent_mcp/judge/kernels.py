@@ -2,8 +2,8 @@
 
 The trace comes from the profiler inside the worker (CUPTI), so a candidate can hide from it: it is
 evidence against a candidate (PyTorch or library kernels doing the work), never proof for one. Names are
-matched on the function name alone (no return type, no parameter list): the build's names come from
-ptxas (demangled), the trace's from CUPTI, and the two spell signatures differently.
+matched on the function name and its linkage (`kernel_names.py`): the build's names come from ptxas or
+NVRTC, the trace's from CUPTI, and the two spell signatures differently.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection
 from typing import Literal
 
-from cuda_agent_mcp.evaluation.kernel_names import kernel_key
+from cuda_agent_mcp.evaluation.kernel_names import kernel_identity, library_lookalike
 from cuda_agent_mcp.results import KernelBreakdown, KernelTime
 from cuda_agent_mcp.wire.protocol import TracedKernel
 
@@ -39,14 +39,16 @@ def breakdown(
     traced: list[TracedKernel], workspace_kernels: list[str], libraries: Collection[str] = ()
 ) -> KernelBreakdown:
     """Sum the trace by kernel and say which came from the workspace or an allowed library."""
-    ours = {kernel_key(name) for name in workspace_kernels}
+    # A workspace kernel named as library kernels are is never its own: the trace would credit the
+    # library's (cuBLAS run through PyTorch, say) to the workspace.
+    ours = {kernel_identity(name) for name in workspace_kernels if not library_lookalike(name)}
     library_patterns = [_LIBRARY_KERNELS[name] for name in libraries if name in _LIBRARY_KERNELS]
     rows: list[KernelTime] = []
     for kernel in traced:
         origin: Literal["workspace", "library", "other", "copy"]
         if kernel.name.lower().startswith(_COPY_PREFIXES):
             origin = "copy"
-        elif kernel_key(kernel.name) in ours:
+        elif kernel_identity(kernel.name) in ours:
             origin = "workspace"
         elif any(pattern.search(kernel.name) for pattern in library_patterns):
             origin = "library"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cuda_agent_mcp.evaluation.kernel_names import kernel_key
+from cuda_agent_mcp.evaluation.kernel_names import kernel_identity, library_lookalike
 from cuda_agent_mcp.executors import ProcessLimits, isolating_executor
 from cuda_agent_mcp.executors.local import scrubbed_env
 from cuda_agent_mcp.results import NcuKernel, NcuReport
@@ -81,7 +81,9 @@ def parse_ncu_csv(output: str, workspace_kernels: set[str]) -> list[NcuKernel]:
     rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
     header, units, launches = rows[0], rows[1] if len(rows) > 1 else [], rows[2:]
     column = {name: index for index, name in enumerate(header)}
-    ours = {kernel_key(name) for name in workspace_kernels}  # ptxas and ncu spell signatures differently
+    ours = {
+        kernel_identity(name) for name in workspace_kernels if not library_lookalike(name)
+    }  # ptxas and ncu spell signatures differently
     kernels = []
     for row in launches:
         if len(row) != len(header):
@@ -98,7 +100,7 @@ def parse_ncu_csv(output: str, workspace_kernels: set[str]) -> list[NcuKernel]:
         kernels.append(
             NcuKernel(
                 name=name,
-                from_workspace=kernel_key(name) in ours,
+                from_workspace=kernel_identity(name) in ours,
                 grid=row[column["Grid Size"]] if "Grid Size" in column else "",
                 block=row[column["Block Size"]] if "Block Size" in column else "",
                 **values,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_agent_mcp.evaluation.kernel_names import kernel_key
+from cuda_agent_mcp.evaluation.kernel_names import kernel_key, library_lookalike
 from cuda_agent_mcp.judge.kernels import MIN_WORKSPACE_SHARE, breakdown, foreign_work
 from cuda_agent_mcp.wire.protocol import TracedKernel
 
@@ -84,3 +84,42 @@ def test_library_kernels_count_as_the_candidates_only_where_the_task_allows_the_
     assert allowed.workspace_share == pytest.approx(0.9) and foreign_work(allowed) is None
     refused = breakdown(traced, [], [])
     assert refused.workspace_share == 0.0 and foreign_work(refused) is not None
+
+
+def test_a_cpp_kernel_never_passes_for_an_extern_c_kernel_of_the_same_bare_name() -> None:
+    """ptxas, NVRTC, CUPTI and ncu print an extern "C" kernel bare and a C++ one with its parameters: a
+    library's `void reduce_kernel(float*)` is not the workspace's extern "C" `reduce_kernel`."""
+    traced = [
+        TracedKernel(name="void reduce_kernel(float*, int)", calls=1, device_ns=900),
+        TracedKernel(name="reduce_kernel", calls=1, device_ns=100),
+    ]
+    found = breakdown(traced, ["reduce_kernel"])
+    assert [(k.name, k.origin) for k in found.kernels] == [
+        ("void reduce_kernel(float*, int)", "other"),
+        ("reduce_kernel", "workspace"),
+    ]
+    assert found.workspace_share == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        "ampere_sgemm_128x64_nn",
+        "nvjet_tst_128x256_64x4_2x1_v_bz_coopA_TNN",
+        "triton_poi_fused_relu_0",
+        "void at::native::reduce_kernel<512, 1>(float*)",
+        "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x64_8x5_nn_align1>(int)",
+    ],
+)
+def test_a_workspace_kernel_named_as_a_library_names_its_kernels_is_not_credited(name: str) -> None:
+    """The library's kernel and the workspace's would carry the same name in the trace."""
+    found = breakdown([TracedKernel(name=name, calls=1, device_ns=1000)], [name])
+    assert found.kernels[0].origin == "other" and foreign_work(found) is not None
+
+
+@pytest.mark.parametrize(
+    "name", ["relu_kernel", "gemm_tiled(float const*, float*, int)", "sgemm_128x64", "{anonymous}::softmax"]
+)
+def test_ordinary_kernel_names_are_not_library_lookalikes(name: str) -> None:
+    assert not library_lookalike(name)
