@@ -51,6 +51,7 @@ from cuda_agent_mcp.build.nvrtc import (
     MODULE_TEMPLATE,
     bad_kernel_names,
     find_nvrtc,
+    host_runtime_includes,
     launchable,
     module_text,
     nvrtc_command,
@@ -200,6 +201,7 @@ class Builder:
             refused = [*staged.refused, *planted_links(workspace.root)]
             if language == "cupy":
                 refused += [_host_code_refusal(s.relpath) for s in sources if s.kind != "cu"]
+                refused += host_runtime_includes(staging, sorted(hashes))
             refused += scan_directives(staging, sorted(hashes))
             if refused:
                 first = refused[0]

@@ -28,6 +28,7 @@ _CUBINS_LINE = "_CUBINS: dict[str, str] = {}  # BUILD: workspace file -> base64 
 _KERNELS_LINE = "_KERNELS: dict[str, str] = {}  # BUILD: kernel name -> workspace file"
 _PARAMS_LINE = "_PARAMS: dict[str, list[int]] = {}  # BUILD: kernel name -> parameter sizes in bytes"
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_HOST_RUNTIME_INCLUDE = re.compile(r'\s*#\s*include\s*[<"]((?:cuda_runtime|cuda_runtime_api|cuda)\.h)[>"]')
 # The cubin's attribute records (the ELF `.nv.info.*` sections): formats, and the kernel-parameter one.
 _EIFMT_BVAL, _EIFMT_HVAL, _EIFMT_SVAL = 2, 3, 4
 _EIATTR_KPARAM_INFO = 0x17
@@ -69,6 +70,28 @@ def nvrtc_command(
 def readable_paths(library: Path) -> list[Path]:
     """What an NVRTC compile reads besides staging: the library's folder, the script, the interpreter."""
     return [library.parent, COMPILE_SCRIPT, Path(sys.prefix), Path(sys.base_prefix)]
+
+
+def host_runtime_includes(staging: Path, files: list[str]) -> list[Diagnostic]:
+    """Includes of the CUDA host runtime in a CuPy workspace: its kernels are device code, launched by
+    cuda_extension, so `cuda_runtime.h` or `cuda.h` could only be there for host calls (refused by name,
+    though NVRTC 13 would compile the declarations)."""
+    refused = []
+    for file in files:
+        text = (staging / file).read_text(encoding="utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), start=1):
+            if match := _HOST_RUNTIME_INCLUDE.match(line):
+                refused.append(
+                    Diagnostic(
+                        file=file,
+                        line=number,
+                        severity="error",
+                        message=f"<{match.group(1)}> is the CUDA host runtime: a CuPy workspace has device "
+                        "code only (launches are cuda_extension's); remove the include",
+                        tool="nvcc",
+                    )
+                )
+    return refused
 
 
 def bad_kernel_names(kernels: list[KernelResources], file: str) -> list[Diagnostic]:

@@ -32,10 +32,13 @@ _HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".hh", ".inl")
 _HARNESS = ("binding.cpp", "binding_registry.h", "model.py", "cuda_extension.py")
 
 
-def audit_workspace(root: Path, allowed_libraries: Collection[str] = ()) -> list[AuditFinding]:
+def audit_workspace(
+    root: Path, allowed_libraries: Collection[str] = (), extension_kernels: Collection[str] | None = None
+) -> list[AuditFinding]:
     """Findings over every Python module the candidate ships (model_new.py and the modules beside it)
     and every kernel source and header; an empty list means nothing was found. `allowed_libraries`
-    (cublas, cudnn) may be used, by the task's policy."""
+    (cublas, cudnn) may be used, by the task's policy; `extension_kernels`: a CuPy workspace's built
+    kernels, the only attributes of its cuda_extension the candidate may use."""
     findings: list[AuditFinding] = [
         AuditFinding(
             file=path.relative_to(root).as_posix(),
@@ -47,7 +50,9 @@ def audit_workspace(root: Path, allowed_libraries: Collection[str] = ()) -> list
         for path in _links(root)
     ]
     for path in _files(root, ("*.py",)):
-        findings += audit_python(_read(path), path.name, candidate=path.name == "model_new.py")
+        findings += audit_python(
+            _read(path), path.name, candidate=path.name == "model_new.py", extension_kernels=extension_kernels
+        )
     for path in _files(root, ("*", "kernels/*")):
         relpath = path.relative_to(root).as_posix()
         if path.suffix in _NATIVE_SUFFIXES:

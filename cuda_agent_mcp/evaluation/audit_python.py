@@ -14,7 +14,7 @@ Allocation, views, copies and shape glue stay allowed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from cuda_agent_mcp.evaluation.ops import computes
 from cuda_agent_mcp.evaluation.python_names import (
@@ -51,8 +51,12 @@ _DUNDERS = {
 Add = Callable[[ast.AST | None, str, str], None]
 
 
-def audit_python(source: str, file: str, *, candidate: bool) -> list[AuditFinding]:
-    """Findings in one Python module; `candidate`: it is model_new.py (ModelNew's rules apply too)."""
+def audit_python(
+    source: str, file: str, *, candidate: bool, extension_kernels: Collection[str] | None = None
+) -> list[AuditFinding]:
+    """Findings in one Python module; `candidate`: it is model_new.py (ModelNew's rules apply too);
+    `extension_kernels`: a CuPy workspace's built kernels, the only names of `cuda_extension` it may
+    use (None: a torch extension, whose functions the build does not list)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -65,7 +69,7 @@ def audit_python(source: str, file: str, *, candidate: bool) -> list[AuditFindin
 
     names = ModuleNames(tree)
     _check_imports(tree, names, add)
-    _check_dynamic(tree, names, add)
+    _check_dynamic(tree, names, add, extension_kernels)
     checked = _checked_functions(tree)
     for function in checked:
         _check_function(function, names, add)
@@ -98,7 +102,9 @@ def _check_imports(tree: ast.Module, names: ModuleNames, add: Add) -> None:
                 )
 
 
-def _check_dynamic(tree: ast.Module, names: ModuleNames, add: Add) -> None:
+def _check_dynamic(
+    tree: ast.Module, names: ModuleNames, add: Add, extension_kernels: Collection[str] | None
+) -> None:
     """Computed names, run-time code and native loading, anywhere in the module."""
     inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}  # report `a.b.c` once
     for node in ast.walk(tree):
@@ -109,7 +115,9 @@ def _check_dynamic(tree: ast.Module, names: ModuleNames, add: Add) -> None:
                 add(node, "dynamic_code", f"{name}() runs code built at run time: write it out in the file")
             elif name == "getattr" and not constant_name:
                 target = names.resolve(node.args[0]) if node.args else None
-                if target != "cuda_extension":
+                # A torch extension's functions may be picked by a computed name; a CuPy workspace's
+                # cuda_extension is a Python object, whose kernels are named in full.
+                if target != "cuda_extension" or extension_kernels is not None:
                     add(
                         node,
                         "computed_name",
@@ -135,6 +143,26 @@ def _check_dynamic(tree: ast.Module, names: ModuleNames, add: Add) -> None:
                 "private_attribute",
                 f"{ast.unparse(node)} reaches inside cuda_extension: call its kernels or functions only",
             )
+        if (
+            extension_kernels is not None
+            and isinstance(node, ast.Attribute | ast.Call)
+            and (dotted := names.resolve(node)) is not None
+            and dotted.startswith("cuda_extension.")
+        ):
+            kernel, *inside = dotted.split(".")[1:]
+            if kernel not in extension_kernels:
+                made = ", ".join(sorted(extension_kernels)) or "none"
+                add(
+                    node,
+                    "unknown_kernel",
+                    f"{ast.unparse(node)}: cuda_extension has no kernel {kernel!r} (built: {made})",
+                )
+            elif inside:
+                add(
+                    node,
+                    "private_attribute",
+                    f"{ast.unparse(node)} reaches inside the kernel {kernel}: launch it, nothing else",
+                )
         if isinstance(node, ast.Name) and node.id in ("__builtins__", "__import__"):
             add(node, "computed_name", f"{node.id} reaches names by computed strings: spell the name out")
         if (

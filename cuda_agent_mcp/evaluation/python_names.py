@@ -1,8 +1,8 @@
 """What the names of a candidate's Python module stand for, and which of them compute with PyTorch.
 
 `ModuleNames` resolves a name through the module's own imports and assignments (`import torch as T`,
-`from torch import relu`, `G = torch.nn.functional`, a constant `getattr`), so the audit
-(`audit_python.py`) judges an alias as its target.
+`from torch import relu`, `G = torch.nn.functional`, `k = cuda_extension.relu_kernel`, `self.k = ...`,
+a constant `getattr`, `type(x)`), so the audit (`audit_python.py`) judges an alias as its target.
 """
 
 from __future__ import annotations
@@ -67,6 +67,8 @@ FORBIDDEN_MODULES = {
     "torch.library": ("forbidden_library", "registers operators past the build"),
     "sys.modules": ("computed_name", "reaches modules by computed names"),
 }
+# Names whose aliases are followed (`T = torch`, `ext = cuda_extension`, `k = cuda_extension.k`).
+_TRACKED = ("torch", "cuda_extension", *FORBIDDEN_MODULES)
 # What the usual names mean where the module does not bind them itself.
 CONVENTIONAL = {"torch": "torch", "F": "torch.nn.functional", "nn": "torch.nn"}
 
@@ -86,21 +88,37 @@ class ModuleNames:
                     self.targets[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         for _ in range(3):  # `T = torch`, then `G = T.nn.functional`
             for node in ast.walk(tree):
-                if (
-                    isinstance(node, ast.Assign)
-                    and len(node.targets) == 1
-                    and isinstance(node.targets[0], ast.Name)
+                if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+                    continue
+                target = node.targets[0]
+                if isinstance(target, ast.Name):
+                    key = target.id
+                elif (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
                 ):
-                    resolved = self.resolve(node.value)
-                    if resolved is not None and resolved.split(".")[0] in ("torch", *FORBIDDEN_MODULES):
-                        self.targets[node.targets[0].id] = resolved
+                    key = f"self.{target.attr}"  # a held reference: `self.k = cuda_extension.k`
+                else:
+                    continue
+                resolved = self.resolve(node.value)
+                if resolved is not None and resolved.split(".")[0] in _TRACKED:
+                    self.targets[key] = resolved
 
     def resolve(self, node: ast.AST) -> str | None:
         """`T.nn.functional.relu` -> `torch.nn.functional.relu`, through the module's aliases; a
         constant getattr is an attribute (`getattr(torch, "relu")` -> `torch.relu`)."""
         parts: list[str] = []
         while True:
-            if isinstance(node, ast.Attribute):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "type"
+                and len(node.args) == 1
+            ):
+                parts.append("__class__")  # type(x) is x's class: what it reaches, x reaches
+                node = node.args[0]
+            elif isinstance(node, ast.Attribute):
                 parts.append(node.attr)
                 node = node.value
             elif (
@@ -117,6 +135,8 @@ class ModuleNames:
                 break
         if not isinstance(node, ast.Name):
             return None
+        if node.id == "self" and parts and (held := self.targets.get(f"self.{parts[-1]}")):
+            return ".".join([held, *reversed(parts[:-1])])
         head = self.targets.get(node.id, CONVENTIONAL.get(node.id))
         return ".".join([head, *reversed(parts)]) if head else None
 

@@ -208,7 +208,7 @@ async def _verify(
             distributions=[],
             wall_s=round(time.monotonic() - started, 3),
         )
-    if request.audit and (findings := _audit(session, torch_glue=request.torch_glue)):
+    if request.audit and (findings := _audit(session, build, torch_glue=request.torch_glue)):
         return VerifyResult(
             verdict=Rejected(reason="forbidden_op", message=_describe(findings), findings=findings),
             source_hash=build.source_hash,
@@ -263,7 +263,7 @@ async def _profile(
             source_hash=build.source_hash,
             wall_s=round(time.monotonic() - started, 3),
         )
-    if request.audit and (findings := _audit(session, torch_glue=request.torch_glue)):
+    if request.audit and (findings := _audit(session, build, torch_glue=request.torch_glue)):
         return ProfileResult(
             verdict=Rejected(reason="forbidden_op", message=_describe(findings), findings=findings),
             source_hash=build.source_hash,
@@ -394,9 +394,11 @@ def worth_remeasuring(report: JudgeReport, max_cv: float) -> bool:
     return isinstance(report.verdict, Rejected) and report.verdict.reason == "timing_disagreement"
 
 
-def _audit(session: Session, *, torch_glue: bool = False) -> list[AuditFinding]:
-    """The static audit of the sources, and copies of the reference among the candidate's files."""
-    findings = audit_workspace(session.workspace.root, session.task.vendor_libraries)
+def _audit(session: Session, build: BuildResult, *, torch_glue: bool = False) -> list[AuditFinding]:
+    """The static audit of the sources, and copies of the reference among the candidate's files (a
+    CuPy workspace's cuda_extension may be used for the kernels its build made, and nothing else)."""
+    kernels = [k.mangled_name for k in build.kernels] if build.language == "cupy" else None
+    findings = audit_workspace(session.workspace.root, session.task.vendor_libraries, kernels)
     # KernelBench lets ModelNew keep PyTorch ops around its kernels; its other rules still hold.
     if torch_glue:
         findings = [f for f in findings if f.rule != "torch_compute"]
