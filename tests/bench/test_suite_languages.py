@@ -21,6 +21,7 @@ from cuda_agent_mcp.tools import EvaluateRequest, Session
 from cuda_agent_mcp.tools.journal import default_journal_path, open_journal
 from tests.bench.conftest import TinySuite, stats
 from tests.bench.test_suite_cpu import request
+from tests.cli.test_cli import cli
 from tests.conftest import REPO
 from tests.languages.cupy_workspaces import SIMPLE_KERNEL
 
@@ -178,3 +179,22 @@ def test_kernelbench_single_files_are_cuda_only(tiny_suite: TinySuite, tmp_path:
     with pytest.raises(UsageError, match="single-file solutions are CUDA"):
         selected = request(tiny_suite, tmp_path / "report", solutions=files, rules="kernelbench")
         anyio.run(lambda: run_suite(selected, cache_dir=tiny_suite.cache))
+
+
+def test_the_cli_lays_a_tree_out_in_the_language_it_is_given(tiny_suite: TinySuite, tmp_path: Path) -> None:
+    relu = tiny_suite.solutions / "kernelbench" / "level1" / "1"
+    shutil.rmtree(relu / "kernels")
+    (relu / "kernels").mkdir()
+    (relu / "kernels" / "relu.cu").write_text(SIMPLE_KERNEL)
+    out = tmp_path / "report"
+    done = cli("bench", "run", "--tasks", str(tiny_suite.tasks), "--solutions", str(tiny_suite.solutions),
+               "--language", "cupy", "--id", "kernelbench/level1/1", "--device", "cpu", "--no-audit", "--out",
+               str(out), "--trials", "2", "--budget", "0.3", "--baselines", str(tiny_suite.tables), "--json",
+               cache=tiny_suite.cache)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    (row,) = result["rows"]
+    assert (row["language"], row["outcome"]) == ("cupy", "correct")
+    assert [k["name"] for k in row["build"]["kernels"]] == ["relu_kernel"]
+    assert [g["group"] for g in result["summary"]["languages"]] == ["language cupy"]
+    assert json.loads((out / "run.json").read_text())["request"]["solutions"]["language"] == "cupy"
