@@ -86,16 +86,13 @@ def verdict_message(verdict: Verdict) -> str:
             return verdict.message
 
 
-def row_from_evaluation(
-    task: Task, kind: SolutionKind | None, result: EvalResult, *, language: KernelLanguage = "cuda"
-) -> TaskRow:
+def row_from_evaluation(task: Task, kind: SolutionKind | None, result: EvalResult) -> TaskRow:
     """A task's row from its `evaluate` result: correct only when verify and profile both passed."""
     verify, profile = result.verify, result.profile
     base: dict[str, Any] = {
         "task_id": task.id,
         "name": task.name,
         "level": task.level,
-        "language": language,
         "solution": None,
         "solution_kind": kind,
         "reward": result.reward,
