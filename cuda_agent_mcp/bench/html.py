@@ -68,10 +68,10 @@ def page(
         f"{environment or 'environment not recorded'} · started {started}, finished {finished}</p>",
         banner,
         "<h2>Summary</h2>",
-        _summary_table(summary.groups),
+        _summary_table(summary.table_groups()),
         _weighted(summary.groups),
         "<h2>fast_p</h2>",
-        _fast_p_table(summary.groups),
+        _fast_p_table(summary.table_groups()),
     ]
     if summary.notes:
         parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in summary.notes) + "</ul>")
@@ -172,7 +172,7 @@ def _interval(row: TaskRow, baseline: str) -> str:
 
 def _task_table(rows: Sequence[TaskRow]) -> str:
     head = (
-        "<table id='tasks'><tr><th class='l'>task</th><th>level</th><th class='l'>outcome</th>"
+        "<table id='tasks'><tr><th class='l'>task</th><th>level</th><th class='l'>language</th><th class='l'>outcome</th>"
         "<th class='l'>failure</th><th>kernel ms</th><th>vs eager [CI]</th><th>vs compile [CI]</th>"
         "<th>SOL fraction</th><th>reward</th></tr>"
     )
@@ -181,11 +181,11 @@ def _task_table(rows: Sequence[TaskRow]) -> str:
         sol = row.speed_of_light.fraction if row.speed_of_light else None
         body.append(
             f"<tr class='task' data-detail='detail-{index}'><td class='l'>{escape(row.task_id)}</td>"
-            f"<td>{row.level if row.level is not None else '-'}</td>"
+            f"<td>{row.level if row.level is not None else '-'}</td><td class='l'>{escape(row.language)}</td>"
             f"<td class='l {row.outcome}'>{row.outcome}</td><td class='l'>{escape(row.failure or '')}</td>"
             f"<td>{_num(row.candidate_ms, 4)}</td><td>{_interval(row, 'eager')}</td>"
             f"<td>{_interval(row, 'compile')}</td><td>{_num(sol)}</td><td>{_num(row.reward)}</td></tr>"
-            f"<tr class='detail' id='detail-{index}'><td colspan='9'>{_detail(row)}</td></tr>"
+            f"<tr class='detail' id='detail-{index}'><td colspan='10'>{_detail(row)}</td></tr>"
         )
     return head + "".join(body) + "</table>"
 

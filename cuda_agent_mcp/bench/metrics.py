@@ -10,6 +10,8 @@ Definitions (docs/bench.md gives their sources):
   as 1x, which does not flatter a run that solved few tasks.
 - Overall figures pool every scored task, which is the paper's "weighted by the number of problems in
   each level".
+- Each kernel language present gets the overall figures of its own rows (`language cupy`), so a run of
+  two languages compares them on the same definitions.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from cuda_agent_mcp.bench.models import (
     GroupMetrics,
     TaskRow,
 )
+from cuda_agent_mcp.workspace import LANGUAGES
 
 
 def scored(rows: Iterable[TaskRow]) -> list[TaskRow]:
@@ -116,6 +119,16 @@ def suite_groups(rows: Sequence[TaskRow]) -> list[GroupMetrics]:
             }
         )
     return [overall, *parts]
+
+
+def language_groups(rows: Sequence[TaskRow]) -> list[GroupMetrics]:
+    """One group per kernel language present, in LANGUAGES order: the overall figures of its rows
+    (pass rate, fast_p, geomeans, the level-weighted geomean where it spans levels)."""
+    return [
+        suite_groups(part)[0].model_copy(update={"group": f"language {language}"})
+        for language in LANGUAGES
+        if (part := [r for r in rows if r.language == language])
+    ]
 
 
 def _level_weighted(

@@ -10,6 +10,7 @@ from cuda_agent_mcp.evaluation.reward import RewardSchedule
 from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.results import (
     KernelBreakdown,
+    KernelLanguage,
     KernelResources,
     SpeedOfLight,
     SpeedupInterval,
@@ -42,6 +43,12 @@ class SolutionSpec(_Frozen):
     base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (policy)")
     model: str | None = Field(default=None, description="model name to request (policy)")
     max_turns: int | None = Field(default=None, ge=1, description="turn budget per task (policy)")
+    language: KernelLanguage = Field(
+        default="cuda",
+        description="the kernel language of the solutions (workspaces: those without their own "
+        ".cuda-agent/workspace.json; policy: the language the agent writes in); KernelBench single files "
+        "are CUDA only",
+    )
 
 
 class SuiteRequest(_Frozen):
@@ -83,8 +90,10 @@ class SuiteRequest(_Frozen):
 
     def identity(self) -> dict[str, object]:
         """What makes two requests the same run (a resumed run must match its manifest on these). The
-        verdict rules version too: rows judged under other rules are never mixed into one run's figures."""
-        return {"rules_version": VERDICT_RULES_VERSION} | self.model_dump(
+        verdict rules version too: rows judged under other rules are never mixed into one run's figures.
+        The solutions' language is left out where it is the default (cuda), so runs written before
+        languages existed still resume."""
+        identity: dict[str, object] = {"rules_version": VERDICT_RULES_VERSION} | self.model_dump(
             include={
                 "sources",
                 "levels",
@@ -98,6 +107,9 @@ class SuiteRequest(_Frozen):
                 "audit",
             }
         )
+        if self.solutions.language == "cuda":
+            identity["solutions"] = self.solutions.model_dump(exclude={"language"})
+        return identity
 
 
 class BuildStats(_Frozen):
@@ -122,6 +134,11 @@ class TaskRow(_Frozen):
     solution: str | None = Field(description="the solution's path; None when there is none")
     solution_kind: SolutionKind | None
     solution_digest: str | None = Field(default=None, description="sha256 of the solution's files")
+    language: KernelLanguage = Field(
+        default="cuda",
+        description="the kernel language the solution was built as (a missing solution: the language it "
+        "was expected in); rows written before languages existed are cuda",
+    )
     outcome: Outcome = Field(
         description="correct: verify and profile passed; incorrect: the candidate failed (in every "
         "denominator); task_error: the task's baseline failed; infra_error: the environment failed "
@@ -239,6 +256,11 @@ class SuiteSummary(_Frozen):
     measured: int = Field(description="tasks with a row so far")
     complete: bool
     groups: list[GroupMetrics] = Field(description="overall first, then one per level")
+    languages: list[GroupMetrics] = Field(
+        default_factory=list,
+        description="one group per kernel language present (`language cuda`, `language cupy`), each with "
+        "the overall figures of its rows (level-weighted geomean included)",
+    )
     environment: dict[str, str] = Field(
         default_factory=dict, description="the judge's GPU, driver, CUDA, torch"
     )
@@ -249,6 +271,12 @@ class SuiteSummary(_Frozen):
     @property
     def overall(self) -> GroupMetrics:
         return self.groups[0]
+
+    def table_groups(self) -> list[GroupMetrics]:
+        """The groups a summary table shows: overall and levels, then the languages unless every row is
+        CUDA (a CUDA-only run's table reads as it did before languages existed)."""
+        only_cuda = all(g.group == "language cuda" for g in self.languages)
+        return self.groups + ([] if only_cuda else self.languages)
 
 
 class SuiteProgress(_Frozen):

@@ -19,6 +19,7 @@ CSV_COLUMNS = (
     "speedup_vs_compile", "speedup_vs_compile_low", "speedup_vs_compile_high", "sol_t_ms", "sol_bound",
     "sol_fraction", "sol_score", "low_confidence", "within_noise", "faster_than_sol", "evidence_missing",
     "baselines_cached", "build_wall_s", "build_files", "build_compiled", "max_registers", "journal_record", "wall_s",
+    "language",  # last: the columns before it read as they did before languages existed
 )  # fmt: skip
 PLOTS_MISSING = (
     "Plots need matplotlib: pip install 'cuda-agent-mcp[report]' and run `cuda-agent bench report DIR`."
@@ -64,7 +65,7 @@ def csv_row(row: TaskRow) -> dict[str, object]:
         "build_wall_s": build.wall_s if build else None, "build_files": build.files if build else None,
         "build_compiled": build.compiled if build else None,
         "max_registers": max((k.registers for k in build.kernels), default=None) if build else None,
-        "journal_record": row.journal_record, "wall_s": row.wall_s,
+        "journal_record": row.journal_record, "wall_s": row.wall_s, "language": row.language,
     }  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from cuda_agent_mcp.results import (
     ContractViolation,
     Crashed,
     EvalResult,
+    KernelLanguage,
     Passed,
     Rejected,
     TimedOut,
@@ -22,13 +23,21 @@ from cuda_agent_mcp.tasks import Task
 
 
 def simple_row(
-    task: Task, kind: SolutionKind | None, solution: str | None, outcome: Outcome, failure: str, message: str
+    task: Task,
+    kind: SolutionKind | None,
+    solution: str | None,
+    outcome: Outcome,
+    failure: str,
+    message: str,
+    *,
+    language: KernelLanguage = "cuda",
 ) -> TaskRow:
     """A row with no evaluation behind it (missing solution, failed import or build, task error)."""
     return TaskRow(
         task_id=task.id,
         name=task.name,
         level=task.level,
+        language=language,
         solution=solution,
         solution_kind=kind if solution is not None or kind == "policy" else None,
         outcome=outcome,

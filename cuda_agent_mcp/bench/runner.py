@@ -40,13 +40,19 @@ from cuda_agent_mcp.bench.rows import build_stats, row_from_evaluation, simple_r
 from cuda_agent_mcp.bench.rules import check_rules, evaluate_request, task_under
 from cuda_agent_mcp.bench.rundir import RunDirectory
 from cuda_agent_mcp.bench.selection import select_tasks
-from cuda_agent_mcp.bench.solutions import digest, find_solutions, workspace_files
+from cuda_agent_mcp.bench.solutions import (
+    check_language,
+    digest,
+    find_solutions,
+    solution_language,
+    workspace_files,
+)
 from cuda_agent_mcp.bench.summary import build_summary, register_run
 from cuda_agent_mcp.build import BuildLimits, default_cache_dir
 from cuda_agent_mcp.errors import CudaAgentError, GpusDrained, InfraError, UsageError
 from cuda_agent_mcp.evaluation.rules_version import VERDICT_RULES_VERSION
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
-from cuda_agent_mcp.results import EvalResult
+from cuda_agent_mcp.results import EvalResult, KernelLanguage
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import EvaluateRequest, Session, compile_kernels, evaluate_kernels
 from cuda_agent_mcp.tools.cpu_path import python_only
@@ -86,6 +92,7 @@ async def run_suite(
     there, if it is this one). Candidate failures are rows; UsageError before anything runs for bad
     requests; the report is written also when the run is interrupted."""
     check_rules(request.rules, request.solutions.kind)
+    check_language(request.solutions)
     policy = _policy(request)
     tasks = select_tasks(request, catalog)
     solutions, ignored = find_solutions(request.solutions, tasks)
@@ -237,9 +244,31 @@ class _Context:
         if row is None or row.outcome == "infra_error":
             return True
         path = self.solutions.get(task.id)
-        return row.solution != (str(path) if path else None) or (
-            path is not None and row.solution_digest != self._digest(path)
+        try:
+            language = self._language(path)
+        except UsageError:
+            return True  # its language record cannot be read: reported again (nothing is evaluated)
+        return (
+            row.solution != (str(path) if path else None)
+            or (path is not None and row.solution_digest != self._digest(path))
+            or row.language != language
         )
+
+    def _language(self, path: Path | None) -> KernelLanguage:
+        """The kernel language a task's solution is built as: a workspace's own record, else the tree's
+        (docs/bench.md); UsageError where the solution's record cannot be read."""
+        spec = self.request.solutions
+        if spec.kind == "kernelbench":
+            return "cuda"
+        if spec.kind == "workspaces" and path is not None:
+            return solution_language(path, spec.language)
+        return spec.language
+
+    def _row_language(self, task: Task) -> KernelLanguage:
+        try:
+            return self._language(self.solutions.get(task.id))
+        except UsageError:
+            return self.request.solutions.language
 
     def _digest(self, path: Path) -> str | None:
         try:
@@ -257,7 +286,15 @@ class _Context:
         except GpusDrained:
             raise  # every GPU is drained: nothing more can be measured
         except (CudaAgentError, OSError) as exc:  # ours or the machine's: never scored, run again next time
-            row = simple_row(task, self._kind(), None, "infra_error", "infrastructure", str(exc))
+            row = simple_row(
+                task,
+                self._kind(),
+                None,
+                "infra_error",
+                "infrastructure",
+                str(exc),
+                language=self._row_language(task),
+            )
         self.running.remove(task.id)
         self.run_dir.append(row)
         self.done_now += 1
@@ -271,19 +308,44 @@ class _Context:
         started = time.monotonic()
         kind = self._kind()
         path = self.solutions.get(task.id)
+        try:
+            language = self._language(path)
+        except UsageError as exc:  # the solution's own language record is broken: its failure
+            return simple_row(
+                task,
+                kind,
+                str(path),
+                "incorrect",
+                "import_failed",
+                str(exc),
+                language=self.request.solutions.language,
+            )
         if kind != "policy" and path is None:
             if task.id in self.known_failures:
                 return simple_row(
-                    task, kind, None, "task_error", "baseline_failed", self.known_failures[task.id]
+                    task,
+                    kind,
+                    None,
+                    "task_error",
+                    "baseline_failed",
+                    self.known_failures[task.id],
+                    language=language,
                 )
             return simple_row(
-                task, kind, None, "incorrect", "missing_solution", "no solution found for this task"
+                task,
+                kind,
+                None,
+                "incorrect",
+                "missing_solution",
+                "no solution found for this task",
+                language=language,
             )
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", task.id).strip("-")
         solution_digest = self._digest(path) if path is not None else None
-        # The session id names the run, the task and the solution's files: a resumed run finds in the
-        # journal only evaluations of exactly these files.
+        # The session id names the run, the task, the solution's files and (other than CUDA) their
+        # language: a resumed run finds in the journal only evaluations of exactly these files, built so.
         suffix = f"-{solution_digest[:12]}" if solution_digest else ""
+        suffix += f"-{language}" if language != "cuda" else ""
         session = Session.create(
             task_under(self.request.rules, task, kind),
             self.work / slug,
@@ -291,9 +353,11 @@ class _Context:
             cache_dir=self.cache_dir,
             id=f"bench-{self.run_dir.run_id}-{slug}{suffix}",
             build_limits=KERNELBENCH_BUILD_LIMITS if kind == "kernelbench" else BuildLimits(),
+            language=language,
         )
         try:
-            return await self._score_in(task, session, kind, path, slug, solution_digest, started)
+            row = await self._score_in(task, session, kind, path, slug, solution_digest, started)
+            return row.model_copy(update={"language": language})
         finally:
             shutil.rmtree(session.workspace.root, ignore_errors=True)
 
@@ -376,7 +440,9 @@ class _Context:
         from cuda_agent_mcp import agent  # the agent extra: only policy runs need it
 
         assert self.policy is not None
-        settings = agent.EnvironmentSettings(device=self.request.device, audit=self.request.audit)
+        settings = agent.EnvironmentSettings(
+            device=self.request.device, audit=self.request.audit, language=session.workspace.language
+        )
         result = await agent.run_episode(
             session,
             self.policy.preset,

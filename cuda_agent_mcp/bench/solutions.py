@@ -8,18 +8,24 @@ A directory of workspaces holds one workspace per task, found by any of:
 each with model_new.py and kernels/. A directory of KernelBench single-file solutions holds one .py per
 task: <root>/<task id>.py, <root>/level<L>/<N>.py, <root>/level<L>/<N>_<Name>.py, or KernelBench's own
 run naming, <root>/level_<L>_problem_<N>_sample_0_kernel.py.
+
+A workspace solution's kernel language is the one its `.cuda-agent/workspace.json` records (as
+`Workspace.open` reads it: no "language" field is cuda), else the tree's (`SolutionSpec.language`,
+`bench run --language`). KernelBench single files are CUDA.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 
 from cuda_agent_mcp.bench.models import SolutionSpec
 from cuda_agent_mcp.errors import UsageError
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tasks import Task
-from cuda_agent_mcp.workspace import HARNESS_FILES, REFERENCE_FILE
+from cuda_agent_mcp.workspace import GENERATED_MODULE, HARNESS_FILES, LANGUAGES, REFERENCE_FILE
 
 MAX_FILE_BYTES = 1 << 20
 MAX_FILES = 64
@@ -60,6 +66,37 @@ def single_file_candidates(root: Path, task: Task) -> list[Path]:
     return paths
 
 
+def check_language(spec: SolutionSpec) -> None:
+    """KernelBench single files build a load_inline CUDA extension: there is no other language for them."""
+    if spec.kind == "kernelbench" and spec.language != "cuda":
+        raise UsageError(
+            f"KernelBench single-file solutions are CUDA (load_inline); --language {spec.language} is for "
+            "workspace solutions and policy runs"
+        )
+
+
+def solution_language(directory: Path, default: KernelLanguage) -> KernelLanguage:
+    """The kernel language of a workspace solution: its `.cuda-agent/workspace.json`'s, else `default`.
+    A record that cannot be read is the solution's failure (UsageError), never a silent guess: the
+    solution would be built as another language."""
+    meta = directory / ".cuda-agent" / "workspace.json"
+    if not meta.exists() and not meta.is_symlink():
+        return default
+    if meta.is_symlink() or not meta.is_file() or meta.stat().st_size > MAX_FILE_BYTES:
+        raise UsageError(f"{meta}: not a plain file of at most 1 MiB")
+    try:
+        value = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{meta} cannot be read as JSON ({exc})") from None
+    language = value.get("language", "cuda") if isinstance(value, dict) else None
+    if language not in LANGUAGES:
+        raise UsageError(
+            f"{meta}: the kernel language {language!r} is not one of {', '.join(LANGUAGES)} (a JSON object "
+            'with "language")'
+        )
+    return language  # one of LANGUAGES, checked just above
+
+
 def find_solutions(spec: SolutionSpec, tasks: list[Task]) -> tuple[dict[str, Path], list[str]]:
     """task id -> its solution's path (absent: none found), and the solutions found for no task."""
     if spec.kind == "policy":
@@ -94,7 +131,8 @@ def find_solutions(spec: SolutionSpec, tasks: list[Task]) -> tuple[dict[str, Pat
 
 def workspace_files(directory: Path) -> dict[str, str]:
     """The editable files of a workspace solution: model_new.py, other root Python and C++ files and
-    everything under kernels/ (the reference and the harness files are the evaluator's, never taken)."""
+    everything under kernels/ (the reference and the harness files are the evaluator's, and a CuPy
+    build's generated cuda_extension.py the build's: never taken)."""
     files: dict[str, str] = {}
     candidates = [p for p in sorted(directory.iterdir()) if p.is_file()]
     kernels = directory / "kernels"
@@ -108,7 +146,7 @@ def workspace_files(directory: Path) -> dict[str, str]:
             or any(part.startswith(".") for part in relative.split("/"))
         ):
             continue
-        if relative in (REFERENCE_FILE, *HARNESS_FILES):
+        if relative in (REFERENCE_FILE, GENERATED_MODULE, *HARNESS_FILES):
             continue
         if path.stat().st_size > MAX_FILE_BYTES:
             raise UsageError(f"{path}: solution files are limited to 1 MiB")

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from cuda_agent_mcp.bench.metrics import suite_groups
+from cuda_agent_mcp.bench.metrics import language_groups, suite_groups
 from cuda_agent_mcp.bench.models import SolutionSpec, SuiteRequest, SuiteSummary, TaskRow
 from cuda_agent_mcp.bench.rundir import RunDirectory, RunManifest, read_run
 from cuda_agent_mcp.errors import UsageError
@@ -72,6 +72,7 @@ def summarize(
         measured=len(rows),
         complete=complete,
         groups=groups,
+        languages=language_groups(rows),
         environment=environment,
         notes=notes,
         started_at=started_at,
@@ -80,10 +81,13 @@ def summarize(
 
 
 def describe_solutions(spec: SolutionSpec) -> str:
-    if spec.kind == "policy":
-        return f"policy {spec.policy}" + (f" ({spec.model})" if spec.model else "")
-    what = "workspaces" if spec.kind == "workspaces" else "KernelBench single-file solutions"
-    return f"{what} in {spec.path}"
+    if spec.kind == "kernelbench":
+        return f"KernelBench single-file solutions in {spec.path}"
+    details = [spec.model] if spec.kind == "policy" and spec.model else []
+    if spec.language != "cuda":
+        details.append(f"{spec.language} kernels")
+    what = f"policy {spec.policy}" if spec.kind == "policy" else f"workspaces in {spec.path}"
+    return what + (f" ({', '.join(details)})" if details else "")
 
 
 def summary_of(directory: Path) -> SuiteSummary:

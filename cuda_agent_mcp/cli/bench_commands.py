@@ -39,7 +39,7 @@ from cuda_agent_mcp.bench.selection import select_tasks
 from cuda_agent_mcp.bench.summary import run_directory
 from cuda_agent_mcp.build import default_cache_dir
 from cuda_agent_mcp.cli.common import describe_validation, emit_json, err, guarded, out, run
-from cuda_agent_mcp.cli.options import AuditOption, BudgetOption, DeviceOption, TrialsOption
+from cuda_agent_mcp.cli.options import AuditOption, BudgetOption, DeviceOption, LanguageChoice, TrialsOption
 
 bench_app = typer.Typer(
     help="Score a task set's solutions: pass rate, fast_p, geomean speedups, SOL, and an HTML report.",
@@ -103,6 +103,14 @@ def bench_run(
         str | None, typer.Option(help="the model name to request from the policy endpoint")
     ] = None,
     max_turns: Annotated[int | None, typer.Option(min=1, help="the policy's turn budget per task")] = None,
+    language: Annotated[
+        LanguageChoice,
+        typer.Option(
+            help="kernel language of the solutions: cuda (nvcc, a torch extension) or cupy (NVRTC, launched "
+            "through CuPy); a workspace whose .cuda-agent/workspace.json records a language is built in "
+            "that one; a policy writes in this language; KernelBench single files are cuda only"
+        ),
+    ] = LanguageChoice.cuda,
     tasks: TasksOption = None,
     level: LevelOption = None,
     id: IdOption = None,
@@ -143,7 +151,7 @@ def bench_run(
     json: JsonOption = False,
 ) -> None:
     """Score every selected task's solution under a rule set and write report.html, summary.json and rows.csv."""
-    spec = _solution_spec(solutions, format, policy, base_url, model, max_turns)
+    spec = _solution_spec(solutions, format, policy, base_url, model, max_turns, language.value)
     tables = baselines if baselines is not None else [p for p in [Path("benchmarks/baselines")] if p.is_dir()]
     try:
         request = SuiteRequest(
@@ -215,11 +223,19 @@ def _solution_spec(
     base_url: str | None,
     model: str | None,
     max_turns: int | None,
+    language: str,
 ) -> SolutionSpec:
     if policy is not None:
         if solutions is not None:
             _usage("give --solutions or --policy, not both")
-        return SolutionSpec(kind="policy", policy=policy, base_url=base_url, model=model, max_turns=max_turns)
+        return SolutionSpec(
+            kind="policy",
+            policy=policy,
+            base_url=base_url,
+            model=model,
+            max_turns=max_turns,
+            language=language,  # type: ignore[arg-type]  # a LanguageChoice value
+        )
     if solutions is None:
         _usage("give --solutions DIR (workspaces or KernelBench files) or --policy NAME")
     assert solutions is not None
@@ -229,7 +245,12 @@ def _solution_spec(
         if not solutions.is_dir():
             _usage(f"{solutions}: no such solutions directory")
         format = "workspaces" if any(solutions.glob("**/model_new.py")) else "kernelbench"
-    return SolutionSpec(kind=format, path=str(solutions))  # type: ignore[arg-type]  # checked just above
+    if format == "kernelbench" and language != "cuda":
+        _usage(
+            f"KernelBench single-file solutions are CUDA (load_inline): --language {language} is for workspaces"
+        )
+    # kind checked just above; language a LanguageChoice value
+    return SolutionSpec(kind=format, path=str(solutions), language=language)  # type: ignore[arg-type]
 
 
 class _SuiteBar:
@@ -284,7 +305,7 @@ def summary_table(summary: SuiteSummary) -> Table:
     def x(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f}x"
 
-    for g in summary.groups:
+    for g in summary.table_groups():
         table.add_row(
             g.group, str(g.scored), str(g.correct), pct(g.pass_rate), pct(g.eager.fast_p[1].rate),
             pct(g.compile.fast_p[1].rate), x(g.eager.geomean_speedup), x(g.compile.geomean_speedup),

@@ -64,6 +64,11 @@ def test_report_rewrites_the_files_and_checks_the_page_in_chromium(tmp_path: Pat
         ),
         (["--solutions", "{solutions}", "--rules", "paper"], "rules"),
         (["--solutions", "{solutions}", "--format", "kernelbench"], "--rules kernelbench"),
+        (
+            ["--solutions", "{solutions}", "--format", "kernelbench", "--language", "cupy"],
+            "KernelBench single-file solutions are CUDA",
+        ),
+        (["--solutions", "{solutions}", "--language", "fortran"], "fortran"),
     ],
 )
 def test_bad_requests_get_one_line_and_exit_2(
