@@ -37,6 +37,7 @@ import os
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -161,7 +162,10 @@ def _config_label(cfg: Any) -> str:
 def signed_inputs(inputs: list[Any]) -> list[Any]:
     import torch
 
-    return [3.0 * torch.randn_like(x) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+    return [
+        3.0 * torch.randn_like(x) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+        for x in inputs
+    ]
 
 
 def compare(out: Any, ref: Any) -> tuple[bool, float, float, str]:
@@ -170,7 +174,7 @@ def compare(out: Any, ref: Any) -> tuple[bool, float, float, str]:
     if not isinstance(out, torch.Tensor) or out.shape != ref.shape or out.dtype != ref.dtype:
         got = (tuple(out.shape), out.dtype) if isinstance(out, torch.Tensor) else type(out)
         return False, float("nan"), float("nan"), f"shape/dtype {got} vs {(tuple(ref.shape), ref.dtype)}"
-    diff = (out.double() - ref.double())
+    diff = out.double() - ref.double()
     max_abs = diff.abs().max().item() if diff.numel() else 0.0
     rel = (diff.norm() / ref.double().norm().clamp_min(1e-30)).item()
     try:
@@ -201,7 +205,9 @@ def run_interpret(kb_dir: Path, tasks: list[tuple[int, int]]) -> int:
     import torch
 
     failures = 0
-    print(f"{'task':<8}{'sizes':<62}{'config':<24}{'inputs':<8}{'max abs':>10}{'rel norm':>10}{'s':>7}  result")
+    print(
+        f"{'task':<8}{'sizes':<62}{'config':<24}{'inputs':<8}{'max abs':>10}{'rel norm':>10}{'s':>7}  result"
+    )
     for level, task in tasks:
         sol_path = HERE / f"level{level}" / f"{task}.py"
         problems = lint(sol_path)
@@ -225,15 +231,19 @@ def run_interpret(kb_dir: Path, tasks: list[tuple[int, int]]) -> int:
                     start = time.time()
                     try:
                         with torch.no_grad():
-                            out = new_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+                            out = new_model(
+                                *[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+                            )
                         ok, max_abs, rel, why = compare(out, expected)
                     except Exception as e:  # a crash in a kernel is a failed check, reported, not raised
                         ok, max_abs, rel, why = False, float("nan"), float("nan"), f"{type(e).__name__}: {e}"
                     secs = time.time() - start
                     failures += not ok
                     size_txt = ",".join(f"{k}={v}" for k, v in sizes.items())
-                    print(f"{level}/{task:<6}{size_txt:<62}{label:<24}{kind:<8}{max_abs:>10.2e}{rel:>10.2e}"
-                          f"{secs:>7.2f}  {'ok' if ok else 'FAIL ' + why[:200]}")
+                    print(
+                        f"{level}/{task:<6}{size_txt:<62}{label:<24}{kind:<8}{max_abs:>10.2e}{rel:>10.2e}"
+                        f"{secs:>7.2f}  {'ok' if ok else 'FAIL ' + why[:200]}"
+                    )
         for tuner, configs in originals:
             tuner.configs = configs
     return failures
@@ -241,8 +251,17 @@ def run_interpret(kb_dir: Path, tasks: list[tuple[int, int]]) -> int:
 
 # ---- --compile mode -----------------------------------------------------------------------------------
 
-_TORCH_TO_TRITON = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
-                    "int32": "i32", "int64": "i64", "int8": "i8", "uint8": "u8", "bool": "i1"}
+_TORCH_TO_TRITON = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float64": "fp64",
+    "int32": "i32",
+    "int64": "i64",
+    "int8": "i8",
+    "uint8": "u8",
+    "bool": "i1",
+}
 
 
 def capture_launches(run_model: Any) -> list[tuple[Any, dict[str, Any]]]:
@@ -253,7 +272,7 @@ def capture_launches(run_model: Any) -> list[tuple[Any, dict[str, Any]]]:
     launches: list[tuple[Any, dict[str, Any]]] = []
 
     def jit_run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> None:
-        launches.append((self, {**dict(zip(self.arg_names, args)), **kwargs}))
+        launches.append((self, {**dict(zip(self.arg_names, args, strict=False)), **kwargs}))
 
     def tuner_run(self: Any, *args: Any, **kwargs: Any) -> None:
         for cfg in self.configs:
@@ -261,60 +280,79 @@ def capture_launches(run_model: Any) -> list[tuple[Any, dict[str, Any]]]:
             self.fn.run(*args, **kwargs, **extra)
 
     saved = (JITFunction.run, Autotuner.run)
-    JITFunction.run, Autotuner.run = jit_run, tuner_run  # type: ignore[method-assign]
+    JITFunction.run, Autotuner.run = jit_run, tuner_run
     try:
         run_model()
     finally:
-        JITFunction.run, Autotuner.run = saved  # type: ignore[method-assign]
+        JITFunction.run, Autotuner.run = saved
     return launches
 
 
-def compile_launch(fn: Any, bound: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Compile one captured launch for sm_90; returns (description, metadata summary)."""
+def build_source(fn: Any, bound: dict[str, Any]) -> tuple[Any, dict[str, Any], str]:
+    """(ASTSource, options, description) of one captured launch, typed as Triton's JIT would type it."""
     import torch
-    import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
 
-    target = GPUTarget("cuda", 90, 32)
-    backend = make_backend(target)
+    backend = make_backend(GPUTarget("cuda", 90, 32))
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
     attrs: dict[tuple[int, ...], Any] = {}
+    div16: list[str] = []
     for i, param in enumerate(fn.params):
         if param.name not in bound:
-            raise TypeError(f"{fn.__name__}: no value for {param.name} (defaults are not used by these kernels)")
+            raise TypeError(
+                f"{fn.__name__}: no value for {param.name} (defaults are not used by these kernels)"
+            )
         value = bound[param.name]
         if param.is_constexpr:
             signature[param.name] = "constexpr"
             constexprs[param.name] = value
-        elif isinstance(value, torch.Tensor):
+            continue
+        if isinstance(value, torch.Tensor):
             signature[param.name] = "*" + _TORCH_TO_TRITON[str(value.dtype).replace("torch.", "")]
-            # torch's allocations are 16-byte aligned (meta tensors report 0): the JIT marks them so.
-            if value.data_ptr() % 16 == 0:
-                attrs[(i,)] = backend.parse_attr("D")
+            # torch's allocations are 16-byte aligned (meta tensors report 0); the JIT marks them so.
+            aligned = value.data_ptr() % 16 == 0
         elif isinstance(value, bool):
-            signature[param.name] = "i1"
+            signature[param.name], aligned = "i1", False
         elif isinstance(value, int):
             signature[param.name] = "i32" if -(2**31) <= value < 2**31 else "i64"
-            if value % 16 == 0:
-                attrs[(i,)] = backend.parse_attr("D")
+            aligned = value % 16 == 0
         elif isinstance(value, float):
-            signature[param.name] = "fp32"
+            signature[param.name], aligned = "fp32", False
         else:
             raise TypeError(f"{fn.__name__}: argument {param.name}={value!r} of an unhandled type")
-    options = {k: bound[k] for k in ("num_warps", "num_stages", "num_ctas") if k in bound}
+        if aligned:
+            attrs[(i,)] = backend.parse_attr("D")
+            div16.append(param.name)
+    options: dict[str, Any] = {k: bound[k] for k in ("num_warps", "num_stages", "num_ctas") if k in bound}
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    compiled = triton.compile(src, target=target, options=options)
     ints = ",".join(f"{k}:{v}" for k, v in signature.items() if v in ("i32", "i64"))
     consts = ",".join(f"{k}={v}" for k, v in constexprs.items())
-    desc = f"{fn.__name__}[{consts}] {ints} {options}"
-    meta = {"shared": compiled.metadata.shared, "cubin_bytes": len(compiled.asm.get("cubin", b""))}
-    return desc, meta
+    opts = ",".join(f"{k}={v}" for k, v in options.items())
+    desc = f"{fn.__name__}[{consts}] ({opts}) ints {ints} div16 {','.join(div16)}"
+    return src, options, desc
+
+
+def _run_small(ref_mod: ModuleType, sol_mod: ModuleType, sizes: dict[str, Any]) -> None:
+    import torch
+
+    _, new_model = build_pair(ref_mod, sol_mod, sizes)
+    with torch.no_grad():
+        new_model(*ref_mod.get_inputs())
+
+
+def _run_full(full: ModuleType, sol_mod: ModuleType) -> None:
+    import torch
+
+    with torch.device("meta"), torch.no_grad():
+        new_model = sol_mod.ModelNew(*full.get_init_inputs())
+        new_model(*full.get_inputs())
 
 
 def run_compile(kb_dir: Path, tasks: list[tuple[int, int]]) -> int:
-    import torch
+    import triton
+    from triton.backends.compiler import GPUTarget
 
     failures = 0
     for level, task in tasks:
@@ -327,20 +365,13 @@ def run_compile(kb_dir: Path, tasks: list[tuple[int, int]]) -> int:
         sol_mod = load_module(sol_path, f"sol_{level}_{task}")
         launches: list[tuple[Any, dict[str, Any]]] = []
 
-        def run_small() -> None:
-            _, new_model = build_pair(ref_mod, sol_mod, TASKS[(level, task)][-1])
-            with torch.no_grad():
-                new_model(*ref_mod.get_inputs())
-
         # KernelBench's own sizes, on meta tensors: shapes without memory (no state_dict needed).
         full = load_module(reference_path(kb_dir, level, task), f"ref_full_{level}_{task}")
-
-        def run_full() -> None:
-            with torch.device("meta"), torch.no_grad():
-                new_model = sol_mod.ModelNew(*full.get_init_inputs())
-                new_model(*full.get_inputs())
-
-        for label, runner in (("small", run_small), ("full", run_full)):
+        runners = (
+            ("small", partial(_run_small, ref_mod, sol_mod, TASKS[(level, task)][-1])),
+            ("full", partial(_run_full, full, sol_mod)),
+        )
+        for label, runner in runners:
             try:
                 launches += [(fn, b) for fn, b in capture_launches(runner)]
             except Exception as e:
@@ -349,13 +380,17 @@ def run_compile(kb_dir: Path, tasks: list[tuple[int, int]]) -> int:
         seen: set[str] = set()
         for fn, bound in launches:
             try:
-                start = time.time()
-                desc, meta = compile_launch(fn, bound)
+                src, options, desc = build_source(fn, bound)
                 if desc in seen:
                     continue
                 seen.add(desc)
-                print(f"{level}/{task}: ok   {desc}  shared={meta['shared']} cubin={meta['cubin_bytes']}B "
-                      f"({time.time() - start:.1f}s)")
+                start = time.time()
+                compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+                cubin = len(compiled.asm.get("cubin", b""))
+                print(
+                    f"{level}/{task}: ok   {desc}  shared={compiled.metadata.shared} cubin={cubin}B "
+                    f"({time.time() - start:.1f}s)"
+                )
             except Exception as e:
                 failures += 1
                 first = str(e).strip().splitlines()
@@ -364,10 +399,16 @@ def run_compile(kb_dir: Path, tasks: list[tuple[int, int]]) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--compile", action="store_true", help="compile every launch for sm_90 instead of running")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--compile", action="store_true", help="compile every launch for sm_90 instead of running"
+    )
     parser.add_argument("--only", nargs="*", default=None, help="tasks as LEVEL/N, e.g. 1/23 2/9")
-    parser.add_argument("--kernelbench", type=Path, default=Path(os.environ.get("KERNELBENCH_DIR", DEFAULT_KB)))
+    parser.add_argument(
+        "--kernelbench", type=Path, default=Path(os.environ.get("KERNELBENCH_DIR", DEFAULT_KB))
+    )
     args = parser.parse_args()
 
     # The interpreter is chosen when @triton.jit runs, i.e. at the solutions' import: set it first.
@@ -385,7 +426,9 @@ def main() -> int:
         if unknown:
             parser.error(f"unknown tasks {unknown}")
     start = time.time()
-    failures = run_compile(args.kernelbench, tasks) if args.compile else run_interpret(args.kernelbench, tasks)
+    failures = (
+        run_compile(args.kernelbench, tasks) if args.compile else run_interpret(args.kernelbench, tasks)
+    )
     mode = "compile (sm_90)" if args.compile else "interpret"
     print(f"\n{mode}: {len(tasks)} tasks, {failures} failure(s), {time.time() - start:.0f}s")
     return 1 if failures else 0

@@ -28,7 +28,7 @@ def triton_gelu(x: torch.Tensor) -> torch.Tensor:
 
 class ModelNew(nn.Module):
     def __init__(self):
-        super(ModelNew, self).__init__()
+        super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return triton_gelu(x)

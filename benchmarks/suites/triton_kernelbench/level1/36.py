@@ -39,7 +39,7 @@ def triton_rmsnorm(x: torch.Tensor, eps: float) -> torch.Tensor:
 
 class ModelNew(nn.Module):
     def __init__(self, num_features: int, eps: float = 1e-5):
-        super(ModelNew, self).__init__()
+        super().__init__()
         self.num_features = num_features
         self.eps = eps
 

@@ -31,8 +31,20 @@ def layernorm_stats_kernel(x_ptr, mean_ptr, m2_ptr, N, n_chunks, CHUNK: tl.const
 
 
 @triton.jit
-def layernorm_apply_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, m2_ptr, N, n_chunks, eps,
-                           CHUNK: tl.constexpr, BLOCK: tl.constexpr, BLOCK_C: tl.constexpr):
+def layernorm_apply_kernel(
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    mean_ptr,
+    m2_ptr,
+    N,
+    n_chunks,
+    eps,
+    CHUNK: tl.constexpr,
+    BLOCK: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+):
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
     # Combine the row's chunk statistics (Chan et al.: M2 = sum(M2_i + n_i (mean_i - mean)^2)).
@@ -82,14 +94,27 @@ def triton_layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, 
     grid = (rows, n_chunks)
     layernorm_stats_kernel[grid](x, chunk_mean, chunk_m2, N, n_chunks, CHUNK=CHUNK, BLOCK=BLOCK, num_warps=4)
     BLOCK_C = min(1024, triton.next_power_of_2(n_chunks))
-    layernorm_apply_kernel[grid](x, weight, bias, y, chunk_mean, chunk_m2, N, n_chunks, eps,
-                                 CHUNK=CHUNK, BLOCK=BLOCK, BLOCK_C=BLOCK_C, num_warps=4)
+    layernorm_apply_kernel[grid](
+        x,
+        weight,
+        bias,
+        y,
+        chunk_mean,
+        chunk_m2,
+        N,
+        n_chunks,
+        eps,
+        CHUNK=CHUNK,
+        BLOCK=BLOCK,
+        BLOCK_C=BLOCK_C,
+        num_warps=4,
+    )
     return y
 
 
 class ModelNew(nn.Module):
     def __init__(self, normalized_shape: tuple):
-        super(ModelNew, self).__init__()
+        super().__init__()
         # Kept as the holder of weight and bias so the reference's state_dict loads.
         self.ln = nn.LayerNorm(normalized_shape=normalized_shape)
 

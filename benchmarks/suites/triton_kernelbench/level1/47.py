@@ -33,9 +33,9 @@ def triton_reduce_dim(x: torch.Tensor, dim: int, mean: bool, keepdim: bool) -> t
     for s in shape[:dim]:
         outer *= s
     inner = 1
-    for s in shape[dim + 1:]:
+    for s in shape[dim + 1 :]:
         inner *= s
-    out_shape = shape[:dim] + ([1] if keepdim else []) + shape[dim + 1:]
+    out_shape = shape[:dim] + ([1] if keepdim else []) + shape[dim + 1 :]
     y = torch.empty(out_shape, device=x.device, dtype=x.dtype)
     BLOCK_I = min(128, triton.next_power_of_2(max(inner, 1)))
     BLOCK_R = 8
@@ -47,7 +47,7 @@ def triton_reduce_dim(x: torch.Tensor, dim: int, mean: bool, keepdim: bool) -> t
 
 class ModelNew(nn.Module):
     def __init__(self, dim: int):
-        super(ModelNew, self).__init__()
+        super().__init__()
         self.dim = dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -7,22 +7,39 @@ import triton.language as tl
 # gelu((x @ W^T + b) / divisor) in one kernel: the epilogue runs on the fp32 tile.
 @triton.autotune(
     configs=[
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=8, num_stages=3),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=4),
-        triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=4),
+        triton.Config(
+            {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=8, num_stages=3
+        ),
+        triton.Config(
+            {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=4
+        ),
+        triton.Config(
+            {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=4
+        ),
         triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=3),
     ],
     key=["M", "N", "K"],
 )
 @triton.jit
 def linear_div_gelu_kernel(
-    x_ptr, w_ptr, bias_ptr, y_ptr,
-    M, N, K,
-    stride_xm, stride_xk,
-    stride_wn, stride_wk,
-    stride_ym, stride_yn,
+    x_ptr,
+    w_ptr,
+    bias_ptr,
+    y_ptr,
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_xk,
+    stride_wn,
+    stride_wk,
+    stride_ym,
+    stride_yn,
     divisor,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
 ):
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -68,13 +85,24 @@ def linear_div_gelu(x, weight, bias, divisor) -> torch.Tensor:
     M, K = x.shape
     N = weight.shape[0]
     y = torch.empty((M, N), device=x.device, dtype=torch.float32)
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+
+    def grid(meta):
+        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+
     linear_div_gelu_kernel[grid](
-        x, weight, bias, y,
-        M, N, K,
-        x.stride(0), x.stride(1),
-        weight.stride(0), weight.stride(1),
-        y.stride(0), y.stride(1),
+        x,
+        weight,
+        bias,
+        y,
+        M,
+        N,
+        K,
+        x.stride(0),
+        x.stride(1),
+        weight.stride(0),
+        weight.stride(1),
+        y.stride(0),
+        y.stride(1),
         float(divisor),
     )
     return y
@@ -82,7 +110,7 @@ def linear_div_gelu(x, weight, bias, divisor) -> torch.Tensor:
 
 class ModelNew(nn.Module):
     def __init__(self, input_size, output_size, divisor):
-        super(ModelNew, self).__init__()
+        super().__init__()
         self.linear = nn.Linear(input_size, output_size)
         self.divisor = divisor
 
