@@ -128,10 +128,13 @@ class PolicyPreset(BaseModel):
 
     def system_prompt(self, language: KernelLanguage = "cuda") -> str:
         """The preset's prompt with the skill guide of the workspace's kernel language: the policy is
-        told how to write the language its workspace builds, never another's."""
+        told how to write the language its workspace builds, never another's. A prompt that itself names
+        a language's files has a sibling per other language (`system_prompt.cupy.md`), used when present."""
         if self.directory is None:
             raise PolicyError(f"policy {self.name} has no directory to read its system prompt from")
         path = self.directory / self.system_prompt_file
+        if language != "cuda" and (own := path.with_name(f"{path.stem}.{language}{path.suffix}")).is_file():
+            path = own
         try:
             text = path.read_text()
         except OSError as exc:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -50,7 +52,7 @@ def _compiled(trajectory: Path) -> dict:
 
 
 def test_a_policy_in_a_cupy_workspace_is_taught_cupy_and_builds_its_kernel(
-    scripted, tmp_path: Path, shared_build_cache: Path
+    scripted: Callable[..., Any], tmp_path: Path, shared_build_cache: Path
 ) -> None:
     session = _cupy_session(tmp_path / "ws", shared_build_cache)
     with scripted(_write_and_compile()) as (llm, preset, client):
@@ -71,7 +73,7 @@ def test_a_policy_in_a_cupy_workspace_is_taught_cupy_and_builds_its_kernel(
 
 
 def test_parallel_samples_of_a_cupy_workspace_are_cupy_workspaces(
-    scripted, tmp_path: Path, shared_build_cache: Path
+    scripted: Callable[..., Any], tmp_path: Path, shared_build_cache: Path
 ) -> None:
     session = _cupy_session(tmp_path / "ws", shared_build_cache)
     scripts = {seed: _write_and_compile() for seed in (0, 1)}
@@ -122,3 +124,20 @@ def test_optimize_lays_out_a_cupy_workspace_and_an_existing_one_keeps_its_langua
     assert refused.returncode == 2, refused.stderr
     assert "is a workspace for cupy kernels" in refused.stderr and "Traceback" not in refused.stderr
     assert not (tmp_path / "refused").exists()
+
+
+def test_a_text_format_policy_in_a_cupy_workspace_is_asked_for_kernels_and_a_launcher_only(
+    scripted: Callable[..., Any], tmp_path: Path, shared_build_cache: Path
+) -> None:
+    session = _cupy_session(tmp_path / "ws", shared_build_cache)
+    answer = f"```cuda kernels/relu.cu\n{SIMPLE_KERNEL}```\n```python model_new.py\n{simple_model_new()}```"
+    with scripted([turn(content=answer)], policy="kevin-32b") as (llm, preset, client):
+        anyio.run(lambda: run_episode(session, preset, client, tmp_path / "t.jsonl", settings=CPU))
+
+    system, task = (m["content"] for m in llm.requests[0]["messages"][:2])
+    assert CUPY_GUIDE in system and CUDA_GUIDE not in system and "no binding file" in system
+    assert "```cuda kernels/my_op.cu and ```python model_new.py" in task and "_binding.cpp" not in task
+    # The answer was written, built with NVRTC and judged (running it needs CuPy on a GPU, not here).
+    feedback = llm.requests[1]["messages"][-1]["content"]
+    assert feedback.startswith("Evaluation of your answer (turn 1)")
+    assert '"build_key"' in feedback and "compile_error" not in feedback

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -34,7 +35,7 @@ def _stdio_server(root: Path, cache: Path) -> StdioServerParameters:
 def test_a_cupy_session_over_stdio_reads_its_guide_writes_compiles_and_reports_its_language(
     tmp_path: Path, shared_build_cache: Path
 ) -> None:
-    async def work():
+    async def work() -> Any:
         async with Client(_stdio_server(tmp_path / "sessions", shared_build_cache)) as client:
             started = await client.call_tool(
                 "start_session", {"task_id": "examples/relu", "language": "cupy"}
@@ -75,7 +76,7 @@ def test_a_cupy_session_over_stdio_reads_its_guide_writes_compiles_and_reports_i
 
 
 def test_a_session_started_without_a_language_is_a_cuda_one(tmp_path: Path, shared_build_cache: Path) -> None:
-    async def work():
+    async def work() -> Any:
         async with Client(_stdio_server(tmp_path / "sessions", shared_build_cache)) as client:
             started = await client.call_tool("start_session", {"task_id": "examples/relu"})
             session = started.structured_content["session_id"]
