@@ -31,6 +31,7 @@ from cuda_agent_mcp.agent.snapshot import fenced_files
 from cuda_agent_mcp.env.scoring import Solution, score_batch
 from cuda_agent_mcp.errors import InfraError
 from cuda_agent_mcp.evaluation.reward import RewardSchedule
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tasks import TaskCatalog
 
 PRESET = "kevin-32b"  # a text-format preset: its system prompt asks for fenced files
@@ -49,6 +50,7 @@ class KernelTaskConfig(vf.TaskConfig):
     baselines: Literal["cached", "measure", "skip"] = "cached"
     schedule: RewardSchedule = "milestones"
     trials: int = Field(default=5, ge=1)
+    language: KernelLanguage = Field(default="cuda", description="the kernel language answers are written in")
 
 
 class KernelTask(vf.Task[KernelTaskData, KernelTaskConfig]):
@@ -60,7 +62,9 @@ class KernelTask(vf.Task[KernelTaskData, KernelTaskConfig]):
             trace.record_metrics({"compile_ok": 0.0, "verify_ok": 0.0})
             return -1.0
         config = self.config
-        settings = EnvironmentSettings(device=config.device, audit=config.audit, baselines=config.baselines)
+        settings = EnvironmentSettings(
+            device=config.device, audit=config.audit, baselines=config.baselines, language=config.language
+        )
         catalog = TaskCatalog([Path(p) for p in self.data.task_sources])
         (score,) = await score_batch(
             [Solution(task=self.data.task_id, files=files)],
@@ -95,14 +99,15 @@ class KernelTaskset(vf.Taskset[KernelTask, KernelTasksetConfig]):
     def load(self) -> Iterator[KernelTask]:
         catalog = TaskCatalog([Path(p) for p in self.config.tasks])
         preset = load_policy(PRESET)
+        language = self.config.task.language
         for task in catalog.list():
             if self.config.ids and task.id not in self.config.ids:
                 continue
             data = KernelTaskData(
                 id=task.id,
                 name=task.name,
-                prompt=task_statement(task.id, task.code, preset.action_format),
-                system_prompt=preset.system_prompt(),
+                prompt=task_statement(task.id, task.code, preset.action_format, language=language),
+                system_prompt=preset.system_prompt(language),
                 task_id=task.id,
                 task_sources=list(self.config.tasks),
             )

@@ -39,6 +39,7 @@ from cuda_agent_mcp.agent.trajectory import (
     TrajectoryWriter,
 )
 from cuda_agent_mcp.errors import CudaAgentError
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tools import Session, write_file
 
 __all__ = ["EpisodeEvent", "EpisodeResult", "Policy", "infrastructure_observation", "run_episode"]
@@ -140,16 +141,32 @@ class _Run:
 def task_prompt(session: Session, preset: PolicyPreset) -> str:
     reference = (session.workspace.root / "model.py").read_text()
     files = ", ".join(sorted(editable_files(session))) or "none yet"
-    return task_statement(session.task.id, reference, preset.action_format, files)
+    return task_statement(
+        session.task.id, reference, preset.action_format, files, language=session.workspace.language
+    )
 
 
-def task_statement(task_id: str, reference: str, action_format: str, files: str = "none yet") -> str:
+# The files a text-format answer holds, by kernel language (a CuPy workspace has no host code).
+_ANSWER_FILES: dict[KernelLanguage, str] = {
+    "cuda": "```cuda kernels/my_op.cu, ```cpp kernels/my_op_binding.cpp and ```python model_new.py",
+    "cupy": "```cuda kernels/my_op.cu and ```python model_new.py",
+}
+
+
+def task_statement(
+    task_id: str,
+    reference: str,
+    action_format: str,
+    files: str = "none yet",
+    *,
+    language: KernelLanguage = "cuda",
+) -> str:
     """What the policy is asked: the task, the reference program and how to answer."""
     how = (
         "Use the tools to write the kernels, compile, verify and profile; finish with evaluate."
         if action_format == "tools"
         else "Answer with the complete files, each in a fenced block whose info string is its path, e.g. "
-        "```cuda kernels/my_op.cu, ```cpp kernels/my_op_binding.cpp and ```python model_new.py. "
+        f"{_ANSWER_FILES[language]}. "
         "Each answer is compiled, verified and timed, and the result comes back to you."
     )
     return (
@@ -185,7 +202,7 @@ async def run_episode(
                 task_id=session.task.id,
                 reference_hash=code_hash({"model.py": (session.workspace.root / "model.py").read_text()}),
                 policy=preset.model_dump(mode="json"),
-                environment=_environment(settings),
+                environment=_environment(settings, session.workspace.language),
                 sampling={"seed": seed, "temperature": temperature, "top_p": preset.sampling.top_p},
                 started_at=datetime.now(UTC).isoformat(),
                 resumed_from=str(resume.header.started_at) if resume else None,
@@ -195,7 +212,7 @@ async def run_episode(
             messages = await _replay(session, resume, state, writer)
         else:
             messages = [
-                {"role": "system", "content": preset.system_prompt()},
+                {"role": "system", "content": preset.system_prompt(session.workspace.language)},
                 {"role": "user", "content": task_prompt(session, preset)},
             ]
             for message in messages:
@@ -401,12 +418,14 @@ async def _replay(
     return messages
 
 
-def _environment(settings: EnvironmentSettings) -> dict[str, Any]:
+def _environment(settings: EnvironmentSettings, language: KernelLanguage) -> dict[str, Any]:
     import torch
 
     return {
         "cuda_agent_mcp": __version__,
         "python": platform.python_version(),
         "torch": torch.__version__,
+        # The workspace's own: a session opened on an existing workspace keeps the language it has.
+        "language": language,
         "settings": settings.model_dump(),
     }

@@ -14,17 +14,21 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cuda_agent_mcp.errors import PolicyError
+from cuda_agent_mcp.results import KernelLanguage
+from cuda_agent_mcp.workspace.harness import harness_text
+from cuda_agent_mcp.workspace.layout import LANGUAGE_FILES
 
 _HERE = Path(__file__).resolve().parent
 # An editable install reads the repository's policies/; a wheel carries them as _bundled_policies/.
 BUNDLED_DIRS = (_HERE.parent.parent / "policies", _HERE.parent / "_bundled_policies")
 
 
-SKILL_GUIDE_MARK = "{{SKILL_GUIDE}}"  # replaced by the workspace skill guide every workspace gets
+SKILL_GUIDE_MARK = "{{SKILL_GUIDE}}"  # replaced by the skill guide every workspace of the language gets
 
 
-def skill_guide() -> str:
-    return (_HERE.parent / "workspace" / "pristine" / "SKILL.md").read_text()
+def skill_guide(language: KernelLanguage = "cuda") -> str:
+    """The SKILL.md a new workspace in `language` starts with (without a task's rules)."""
+    return harness_text(LANGUAGE_FILES[language] / "SKILL.md")
 
 
 class VllmServing(BaseModel):
@@ -122,15 +126,20 @@ class PolicyPreset(BaseModel):
             return self.name
         return self.served_model_name or self.model
 
-    def system_prompt(self) -> str:
+    def system_prompt(self, language: KernelLanguage = "cuda") -> str:
+        """The preset's prompt with the skill guide of the workspace's kernel language: the policy is
+        told how to write the language its workspace builds, never another's. A prompt that itself names
+        a language's files has a sibling per other language (`system_prompt.cupy.md`), used when present."""
         if self.directory is None:
             raise PolicyError(f"policy {self.name} has no directory to read its system prompt from")
         path = self.directory / self.system_prompt_file
+        if language != "cuda" and (own := path.with_name(f"{path.stem}.{language}{path.suffix}")).is_file():
+            path = own
         try:
             text = path.read_text()
         except OSError as exc:
             raise PolicyError(f"policy {self.name}: cannot read {path}: {exc.strerror}") from None
-        return text.replace(SKILL_GUIDE_MARK, skill_guide())
+        return text.replace(SKILL_GUIDE_MARK, skill_guide(language))
 
 
 def policy_dirs() -> list[Path]:

@@ -40,6 +40,7 @@ async def best_of(
             session.task,
             scratch / f"sample-{index}",
             overwrite=True,
+            language=session.workspace.language,  # a sample writes the language its workspace builds
             cache_dir=session.cache_dir,
             scheduler=scheduler,
         )

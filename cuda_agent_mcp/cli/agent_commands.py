@@ -16,7 +16,10 @@ from pydantic import BaseModel
 from rich.markup import escape
 
 from cuda_agent_mcp.cli.common import emit_json, emit_json_data, err, fail, guarded, help_markup, out, run
+from cuda_agent_mcp.cli.options import LanguageChoice
 from cuda_agent_mcp.cli.tables import Column, print_table
+from cuda_agent_mcp.errors import UsageError
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import Session
 from cuda_agent_mcp.tools.gpu import require_gpu
@@ -61,18 +64,31 @@ def _agent() -> ModuleType:
 
 
 def _session(
-    task: str, workspace: Path | None, tasks: list[Path] | None, stamp: str, runs_dir: Path | None
+    task: str,
+    workspace: Path | None,
+    tasks: list[Path] | None,
+    stamp: str,
+    runs_dir: Path | None,
+    language: KernelLanguage | None = None,
 ) -> tuple[Session, Path]:
-    """A session on an existing workspace directory, or a new workspace for a task id or .py file; and
-    the run's directory (trajectories, and the new workspace unless --workspace says where)."""
+    """A session on an existing workspace directory, or a new workspace for a task id or .py file (its
+    kernels in `language`, default cuda); and the run's directory (trajectories, and the new workspace
+    unless --workspace says where). An existing workspace keeps the language it was laid out in."""
     as_path = Path(task)
     if as_path.is_dir() and (as_path / "model.py").is_file():
-        return Session.open(as_path), (runs_dir or as_path.parent / RUNS_DIR) / stamp
+        session = Session.open(as_path)
+        if language is not None and language != session.workspace.language:
+            raise UsageError(
+                f"--language {language}: {as_path} is a workspace for {session.workspace.language} "
+                f"kernels, and a workspace keeps its language; give a task id or .py file to lay out a "
+                f"new workspace in {language}"
+            )
+        return session, (runs_dir or as_path.parent / RUNS_DIR) / stamp
     catalog = TaskCatalog.from_environment(tasks or [])
     chosen = catalog.get(task)
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", chosen.id).strip("-")
     run_dir = (runs_dir or RUNS_DIR) / f"{slug}-{stamp}"
-    return Session.create(chosen, workspace or run_dir / "workspace"), run_dir
+    return Session.create(chosen, workspace or run_dir / "workspace", language=language or "cuda"), run_dir
 
 
 def optimize_command(
@@ -116,6 +132,14 @@ def optimize_command(
         bool, typer.Option("--no-audit", help="accept PyTorch compute in ModelNew (testing only)")
     ] = False,
     tasks: Annotated[list[Path] | None, typer.Option("--tasks", "-t", help="extra task source")] = None,
+    language: Annotated[
+        LanguageChoice | None,
+        typer.Option(
+            help="kernel language of the new workspace: cuda (nvcc builds a torch extension, the default) "
+            "or cupy (NVRTC compiles kernels/*.cu, launched through CuPy); a workspace directory keeps "
+            "its own"
+        ),
+    ] = None,
     json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Run the agent loop on a task with a policy served over the OpenAI wire format; the workspace ends
@@ -137,7 +161,11 @@ def optimize_command(
     settings = agent.EnvironmentSettings(device=device, audit=not no_audit, baselines=baselines)
     prior = guarded(agent.load_trajectory, resume, as_json=json) if resume else None
     client = guarded(agent.PolicyClient, preset, base_url, as_json=json)
-    session, run_dir = guarded(_session, task, workspace, tasks, stamp, runs_dir, as_json=json)
+    chosen_language = language.value if language is not None else None
+    session, run_dir = guarded(
+        _session, task, workspace, tasks, stamp, runs_dir, chosen_language, as_json=json
+    )
+    settings = settings.model_copy(update={"language": session.workspace.language})
     session.scheduler = agent.gpu_scheduler(settings)  # queue state for the live view; shared by --samples
     trajectories = trajectory_dir or run_dir
     view = None if json else _LiveLines()

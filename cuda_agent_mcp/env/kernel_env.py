@@ -149,7 +149,7 @@ class KernelEnv:
         )
         self.done = False
         return Observation(
-            system_prompt=self.preset.system_prompt(),
+            system_prompt=self.preset.system_prompt(self.settings.language),
             task=task_prompt(self.session, self.preset),
             tools=tool_specs(self.tool_names),
             task_id=chosen.id,

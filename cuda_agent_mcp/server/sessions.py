@@ -71,6 +71,7 @@ class SessionSummary(BaseModel):
     session_id: str
     task_id: str
     workspace: str
+    language: KernelLanguage = Field(default="cuda", description="what its kernels are written in")
     started_at: float
     idle_s: float = Field(description="seconds since the session's last call")
     ends_in_s: float | None = Field(description="seconds until it ends for being idle; None: never")
@@ -412,6 +413,7 @@ class SessionRegistry:
                 session_id=sid,
                 task_id=e.session.task.id,
                 workspace=str(e.session.workspace.root),
+                language=e.session.workspace.language,
                 started_at=e.started,
                 idle_s=round(now - e.last_used, 1),
                 ends_in_s=round(max(0.0, self.idle_timeout_s - (now - e.last_used)), 1)

@@ -74,3 +74,13 @@ def test_an_answer_without_files_or_that_does_not_compile_scores_the_failure_rew
     assert empty.rewards["kernel_reward"].score == -1.0 and empty.metrics["compile_ok"] == 0.0
     broken = _scored(task, _answer(BROKEN))
     assert broken.rewards["kernel_reward"].score == -1.0 and broken.metrics["verify_ok"] == 0.0
+
+
+def test_a_cupy_taskset_asks_for_cupy_answers(tmp_path: Path) -> None:
+    source = tmp_path / "small_bias_add_relu.py"
+    source.write_text((EXAMPLES / "bias_add_relu" / "model.py").read_text().replace(*SMALL_INPUTS))
+    taskset = load_taskset(tasks=[str(source)], task={**CPU_JUDGING, "language": "cupy"})
+    (found,) = [t for t in taskset if "small_bias_add_relu" in t.data.task_id]
+    assert found.config.language == "cupy"
+    assert "**cupy**" in found.data.system_prompt and "REGISTER_BINDING" not in found.data.system_prompt
+    assert "_binding.cpp" not in found.data.prompt and "kernels/my_op.cu" in found.data.prompt
