@@ -25,7 +25,13 @@ from cuda_agent_mcp.bench.models import SolutionSpec
 from cuda_agent_mcp.errors import UsageError
 from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tasks import Task
-from cuda_agent_mcp.workspace import GENERATED_MODULE, HARNESS_FILES, LANGUAGES, REFERENCE_FILE
+from cuda_agent_mcp.workspace import (
+    GENERATED_MODULE,
+    HARNESS_FILES,
+    LANGUAGES,
+    REFERENCE_FILE,
+    recorded_language,
+)
 
 MAX_FILE_BYTES = 1 << 20
 MAX_FILES = 64
@@ -88,13 +94,14 @@ def solution_language(directory: Path, default: KernelLanguage) -> KernelLanguag
         value = json.loads(meta.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{meta} cannot be read as JSON ({exc})") from None
-    language = value.get("language", "cuda") if isinstance(value, dict) else None
-    if language not in LANGUAGES:
+    language = recorded_language(value)
+    if language is None:
+        named = value.get("language") if isinstance(value, dict) else None
         raise UsageError(
-            f"{meta}: the kernel language {language!r} is not one of {', '.join(LANGUAGES)} (a JSON object "
+            f"{meta}: the kernel language {named!r} is not one of {', '.join(LANGUAGES)} (a JSON object "
             'with "language")'
         )
-    return language  # one of LANGUAGES, checked just above
+    return language
 
 
 def find_solutions(spec: SolutionSpec, tasks: list[Task]) -> tuple[dict[str, Path], list[str]]:

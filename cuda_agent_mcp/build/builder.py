@@ -38,6 +38,7 @@ from cuda_agent_mcp.build.diagnostics import (
     parse_ptxas_resources,
     parse_unresolved_symbols,
 )
+from cuda_agent_mcp.build.facts import file_identity
 from cuda_agent_mcp.build.flags import (
     BuildFlags,
     cxx_command,
@@ -113,6 +114,7 @@ class _Unit:
     file: str  # workspace-relative path ("binding.cpp" for the harness)
     kind: Literal["cu", "cpp"]
     key: str
+    nvrtc: bool = False  # a CuPy workspace's unit: compiled to a cubin by NVRTC, not to an object by nvcc
 
 
 @dataclass
@@ -254,6 +256,7 @@ class Builder:
                 self._unit_key(
                     s.relpath, s.kind, hashes[s.relpath], header_digest, harness_digest, flags, language
                 ),
+                nvrtc=language == "cupy",
             )
             for s in sources
         ]
@@ -271,7 +274,7 @@ class Builder:
             if u.key in cached
         }
         if misses:
-            outcomes |= await self._compile_all(misses, staging, flags, notify, len(units), language)
+            outcomes |= await self._compile_all(misses, staging, flags, notify, len(units))
         ordered = [outcomes[u.key] for u in units]
         files = [
             FileBuild(
@@ -330,12 +333,27 @@ class Builder:
                     kernels=kernels,
                     log=link_log,
                 )
-        in_workspace = workspace.root / f"{EXTENSION_NAME}.so"
+        return self._built(extension, build_key, files, diagnostics, kernels, workspace, notify, finish)
+
+    def _built(
+        self,
+        extension: Path,
+        build_key: str,
+        files: list[FileBuild],
+        diagnostics: list[Diagnostic],
+        kernels: list[KernelResources],
+        workspace: Workspace,
+        notify: ProgressCallback,
+        finish: Callable[..., BuildResult],
+        note: str = "",
+    ) -> BuildResult:
+        """A build that succeeded: its module copied into the workspace (for the agent's own scripts)."""
+        in_workspace = workspace.root / extension.name
         copy_atomically(extension, in_workspace)
         compiled = sum(1 for f in files if f.action == "compiled")
         result = finish(
             ok=True,
-            summary=f"built {len(files)} files ({compiled} compiled, {len(files) - compiled} cached)",
+            summary=f"built {len(files)} files ({compiled} compiled, {len(files) - compiled} cached){note}",
             build_key=build_key,
             extension_path=str(extension),
             workspace_extension_path=str(in_workspace),
@@ -343,7 +361,7 @@ class Builder:
             diagnostics=diagnostics,
             kernels=kernels,
         )
-        notify(BuildProgress(stage="done", message=result.summary, done=len(units), total=len(units)))
+        notify(BuildProgress(stage="done", message=result.summary, done=len(files), total=len(files)))
         return result
 
     def _assemble_module(
@@ -401,22 +419,8 @@ class Builder:
                 module = self.cache.store_extension(built, build_key, GENERATED_MODULE)
             finally:
                 shutil.rmtree(built.parent, ignore_errors=True)
-        in_workspace = workspace.root / GENERATED_MODULE
-        copy_atomically(module, in_workspace)
-        compiled = sum(1 for f in files if f.action == "compiled")
-        result = finish(
-            ok=True,
-            summary=f"built {len(files)} files ({compiled} compiled, {len(files) - compiled} cached); "
-            f"kernels: {', '.join(sorted(exposed))}",
-            build_key=build_key,
-            extension_path=str(module),
-            workspace_extension_path=str(in_workspace),
-            files=files,
-            diagnostics=diagnostics,
-            kernels=kernels,
-        )
-        notify(BuildProgress(stage="done", message=result.summary, done=len(files), total=len(files)))
-        return result
+        note = f"; kernels: {', '.join(sorted(exposed))}"
+        return self._built(module, build_key, files, diagnostics, kernels, workspace, notify, finish, note)
 
     # -- steps ----------------------------------------------------------------------------------
 
@@ -441,17 +445,11 @@ class Builder:
         return fingerprint(
             CACHE_SCHEMA, kind, file, source_sha, header_digest, harness_digest, json.dumps(flag_part, sort_keys=True),
             self.toolchain.fingerprint, "confined" if self.view.confined else "unconfined",
-            *((language, str(self.nvrtc)) if language != "cuda" else ()),
+            *((language, file_identity(self.nvrtc)) if language != "cuda" else ()),
         )  # fmt: skip
 
     async def _compile_all(
-        self,
-        units: list[_Unit],
-        staging: Path,
-        flags: BuildFlags,
-        notify: ProgressCallback,
-        total: int,
-        language: KernelLanguage,
+        self, units: list[_Unit], staging: Path, flags: BuildFlags, notify: ProgressCallback, total: int
     ) -> dict[str, _UnitOutcome]:
         limiter = anyio.CapacityLimiter(self.limits.jobs)
         outcomes: dict[str, _UnitOutcome] = {}
@@ -467,7 +465,7 @@ class Builder:
 
             async with limiter:
                 event(f"compiling {unit.file}")
-                outcomes[unit.key] = await self._compile(unit, staging, flags, language)
+                outcomes[unit.key] = await self._compile(unit, staging, flags)
                 done += 1
                 event(f"{unit.file}: {outcomes[unit.key].action}")
 
@@ -477,24 +475,20 @@ class Builder:
                 group.start_soon(compile_one, unit)
         return outcomes
 
-    async def _compile(
-        self, unit: _Unit, staging: Path, flags: BuildFlags, language: KernelLanguage
-    ) -> _UnitOutcome:
+    async def _compile(self, unit: _Unit, staging: Path, flags: BuildFlags) -> _UnitOutcome:
         # One compile per object key at a time in this process: concurrent sessions building the same
         # harness binding or kernel wait for the first and then find it in the cache.
         async with _unit_lock(unit.key):
             cached = self.cache.lookup_object(unit.key)
             if cached is not None:
                 return _UnitOutcome(unit, "cached", cached, 0.0, list(cached.diagnostics))
-            return await self._compile_now(unit, staging, flags, language)
+            return await self._compile_now(unit, staging, flags)
 
-    async def _compile_now(
-        self, unit: _Unit, staging: Path, flags: BuildFlags, language: KernelLanguage
-    ) -> _UnitOutcome:
+    async def _compile_now(self, unit: _Unit, staging: Path, flags: BuildFlags) -> _UnitOutcome:
         # "./" first: a file name can never be read as an option.
         output = f"./{unit.file}.o"
         readable = self._readable
-        if language == "cupy":
+        if unit.nvrtc:
             argv = nvrtc_command(self.toolchain, flags, self.nvrtc, f"./{unit.file}", output)
             readable = [*readable, *nvrtc_readable(self.nvrtc)]
         else:
@@ -520,7 +514,7 @@ class Builder:
             if unit.kind == "cu"
             else []
         )
-        if language == "cupy":
+        if unit.nvrtc:
             diagnostics += bad_kernel_names(kernels, unit.file)
         record = ObjectRecord(
             key=unit.key,

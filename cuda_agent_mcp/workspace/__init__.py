@@ -9,6 +9,7 @@ from cuda_agent_mcp.workspace.layout import (
     REFERENCE_FILE,
     SourceFile,
     Workspace,
+    recorded_language,
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "SourceFile",
     "Workspace",
     "harness_text",
+    "recorded_language",
 ]

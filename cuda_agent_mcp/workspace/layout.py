@@ -20,7 +20,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Literal, get_args
 
 from cuda_agent_mcp.errors import WorkspaceError
 from cuda_agent_mcp.results import KernelLanguage
@@ -37,7 +37,7 @@ SOURCE_SUFFIXES: dict[str, Literal["cu", "cpp"]] = {".cu": "cu", ".cpp": "cpp", 
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".hh", ".inl")
 
 SourceKind = Literal["cu", "cpp"]
-LANGUAGES: tuple[KernelLanguage, ...] = ("cuda", "cupy")
+LANGUAGES: tuple[KernelLanguage, ...] = get_args(KernelLanguage)
 # Where each language's SKILL.md and model_new.py template live among the pristine files.
 LANGUAGE_FILES: dict[KernelLanguage, PurePosixPath] = {"cuda": PurePosixPath(), "cupy": PurePosixPath("cupy")}
 
@@ -220,12 +220,20 @@ def _recorded_meta(root: Path) -> _Recorded:
     task_id = value.get("task_id") if isinstance(value, dict) else None
     if not isinstance(task_id, str) or not task_id:
         raise WorkspaceError(f"{meta} has no task_id (a JSON object with a string task_id): {repair}")
-    language = value.get("language", "cuda")
-    if language not in LANGUAGES:
+    language = recorded_language(value)
+    if language is None:
         raise WorkspaceError(
-            f"{meta} names the kernel language {language!r}; this version knows {', '.join(LANGUAGES)}: {repair}"
+            f"{meta} names the kernel language {value.get('language')!r}; this version knows "
+            f"{', '.join(LANGUAGES)}: {repair}"
         )
     return _Recorded(task_id, language)
+
+
+def recorded_language(record: object) -> KernelLanguage | None:
+    """The language a workspace record (`.cuda-agent/workspace.json`, parsed) names: cuda where it names
+    none, None where it is not a JSON object or names a language this version does not know."""
+    language = record.get("language", "cuda") if isinstance(record, dict) else None
+    return next((known for known in LANGUAGES if known == language), None)
 
 
 __all__ = [
@@ -236,4 +244,5 @@ __all__ = [
     "REFERENCE_FILE",
     "SourceFile",
     "Workspace",
+    "recorded_language",
 ]
