@@ -42,7 +42,7 @@ class EnvironmentSettings(BaseModel):
         default=2, ge=0, description="retries of a tool call whose infrastructure failure may pass"
     )
     language: KernelLanguage = Field(
-        default="cuda", description="the kernel language new workspaces are laid out in (cuda or cupy)"
+        default="cuda", description="the kernel language new workspaces are laid out in (cuda, cupy or triton)"
     )
 
     def session_seed(self, index: int) -> int | None:

@@ -146,10 +146,12 @@ def task_prompt(session: Session, preset: PolicyPreset) -> str:
     )
 
 
-# The files a text-format answer holds, by kernel language (a CuPy workspace has no host code).
+# The files a text-format answer holds, by kernel language (a CuPy workspace has no host code; a Triton
+# workspace's kernels are in model_new.py).
 _ANSWER_FILES: dict[KernelLanguage, str] = {
     "cuda": "```cuda kernels/my_op.cu, ```cpp kernels/my_op_binding.cpp and ```python model_new.py",
     "cupy": "```cuda kernels/my_op.cu and ```python model_new.py",
+    "triton": "```python model_new.py (its @triton.jit kernels and ModelNew)",
 }
 
 

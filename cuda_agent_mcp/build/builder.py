@@ -10,6 +10,7 @@ of it becomes a diagnostic or the log.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -61,17 +62,30 @@ from cuda_agent_mcp.build.nvrtc import readable_paths as nvrtc_readable
 from cuda_agent_mcp.build.redact import PathScope, place, redact_output, workspace_line_reader
 from cuda_agent_mcp.build.registration import registration_problems
 from cuda_agent_mcp.build.toolchain import Toolchain
+from cuda_agent_mcp.build.triton import (
+    COMPILE_SCRIPT,
+    capability,
+    declared_kernels,
+    name_problems,
+    read_report,
+    triton_command,
+    triton_version,
+)
+from cuda_agent_mcp.build.triton import OUTPUT_DIR as TRITON_OUTPUT
+from cuda_agent_mcp.build.triton import REFERENCE_NAME as TRITON_REFERENCE
+from cuda_agent_mcp.build.triton import readable_paths as triton_readable
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.executors import Executor, ProcessLimits, ProcessResult
 from cuda_agent_mcp.results import (
     BuildFailure,
     BuildResult,
     Diagnostic,
+    FileAction,
     FileBuild,
     KernelLanguage,
     KernelResources,
 )
-from cuda_agent_mcp.workspace import HARNESS_FILES, SourceFile, Workspace, harness_text
+from cuda_agent_mcp.workspace import CANDIDATE_FILE, HARNESS_FILES, SourceFile, Workspace, harness_text
 from cuda_agent_mcp.workspace.harness import EXTENSION_NAME, GENERATED_MODULE
 
 # v2: objects compiled inside the build's view (earlier ones were not), keyed by whether they were.
@@ -168,6 +182,8 @@ class Builder:
         notify = progress or (lambda _event: None)
         view = self.view
         language = workspace.language
+        if language == "triton":
+            return await self._build_triton(workspace, flags, notify, started)
         sources = workspace.build_sources()
         header_names = sorted(workspace.build_headers())
         harness_digest = fingerprint(*(harness_text(n) for n in _harness(language)))
@@ -422,6 +438,155 @@ class Builder:
         note = f"; kernels: {', '.join(sorted(exposed))}"
         return self._built(module, build_key, files, diagnostics, kernels, workspace, notify, finish, note)
 
+    async def _build_triton(
+        self, workspace: Workspace, flags: BuildFlags, notify: ProgressCallback, started: float
+    ) -> BuildResult:
+        """A Triton workspace: its Python modules staged, every recorded launch compiled by
+        `triton_compile.py` in the build's view; the result (diagnostics, kernels) cached by content."""
+        view = self.view
+        modules = workspace.python_sources()
+        staging = self.cache.staging_dir()
+        try:
+            staged = stage_inputs(workspace.root, staging, sorted(modules))
+            hashes = staged.hashes
+            reference_sha = hashlib.sha256(workspace.reference_code.encode()).hexdigest()
+            source_hash = fingerprint(CACHE_SCHEMA, "triton", sorted(hashes.items()), reference_sha)
+
+            def finish(**fields: Any) -> BuildResult:
+                return BuildResult(
+                    source_hash=source_hash,
+                    ignored_protected_files=workspace.modified_protected_files(),
+                    arch=flags.arch,
+                    confinement=list(view.layers),
+                    wall_s=round(time.monotonic() - started, 3),
+                    language="triton",
+                    **fields,
+                )
+
+            refused = [*staged.refused, *planted_links(workspace.root)]
+            refused += [_not_triton(s.relpath) for s in workspace.build_sources()]
+            if refused:
+                first = refused[0]
+                where = (first.file or "") + (f":{first.line}" if first.line else "")
+                return finish(
+                    ok=False,
+                    failure="refused_input",
+                    summary=f"{len(refused)} input(s) refused; first: {where}: {first.message}",
+                    diagnostics=refused,
+                )
+            texts = {name: (staging / name).read_text(encoding="utf-8", errors="replace") for name in hashes}
+            declared = declared_kernels(texts)
+            if CANDIDATE_FILE not in hashes or not declared:
+                return finish(
+                    ok=False,
+                    failure="no_sources",
+                    summary="no @triton.jit kernel: write your kernels and ModelNew in model_new.py",
+                )
+            if problems := name_problems(declared):
+                return finish(
+                    ok=False, failure="compile_error", summary=problems[0].message, diagnostics=problems
+                )
+            key = fingerprint(
+                CACHE_SCHEMA, "triton", sorted(hashes.items()), reference_sha, COMPILE_SCRIPT.read_text(),
+                triton_version(), self.toolchain.fingerprint, flags.arch,
+                "confined" if view.confined else "unconfined",
+            )  # fmt: skip
+            files = sorted(hashes)
+            async with _unit_lock(key):
+                cached = self.cache.lookup_object(key)
+                action: FileAction = "cached"
+                if cached is not None:
+                    record = cached
+                else:
+                    notify(
+                        BuildProgress(stage="compile", message=f"compiling {len(declared)} Triton kernel(s)")
+                    )
+                    record, failure, log = await self._compile_triton(
+                        key, staging, workspace.reference_code, declared, set(files), flags
+                    )
+                    action = "compiled" if failure is None else "failed"
+                    if failure is not None:
+                        error = next((d for d in record.diagnostics if d.severity == "error"), None)
+                        where = f"{error.file}:{error.line}: " if error and error.file and error.line else ""
+                        return finish(
+                            ok=False,
+                            failure=failure,
+                            summary=f"{where}{error.message if error else 'the Triton compile failed'}",
+                            files=_python_files(files, "failed", record.compile_wall_s, key),
+                            diagnostics=record.diagnostics,
+                            kernels=record.kernels,
+                            log=log,
+                        )
+            summary = f"built {len(files)} Python file(s) ({action}); kernels: {', '.join(sorted(declared))}"
+            result = finish(
+                ok=True,
+                summary=summary,
+                build_key=key,
+                files=_python_files(
+                    files, action, record.compile_wall_s if action == "compiled" else 0.0, key
+                ),
+                diagnostics=record.diagnostics,
+                kernels=record.kernels,
+            )
+            notify(BuildProgress(stage="done", message=summary, done=len(files), total=len(files)))
+            return result
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    async def _compile_triton(
+        self,
+        key: str,
+        staging: Path,
+        reference: str,
+        declared: dict[str, tuple[str, int]],
+        files: set[str],
+        flags: BuildFlags,
+    ) -> tuple[ObjectRecord, BuildFailure | None, str]:
+        (staging / TRITON_REFERENCE).write_text(reference)
+        (staging / TEMP_DIR).mkdir(exist_ok=True)
+        readable = [*self._readable, *triton_readable()]
+        argv = triton_command(capability(flags.arch))
+        result = await self._run(argv, staging, readable, self.limits.compile_timeout_s)
+        diagnostics, kernels, compiled = read_report(
+            staging / TRITON_OUTPUT, declared, files, flags.arch, result.returncode or 0
+        )
+        failure: BuildFailure | None = None
+        if result.timed_out:
+            failure = "timeout"
+            diagnostics.append(
+                Diagnostic(
+                    file=None,
+                    severity="error",
+                    message=f"compiling took longer than {self.limits.compile_timeout_s:.0f} s and was stopped",
+                    tool="triton",
+                )
+            )
+        elif result.output_limit_hit:
+            failure = "output_limit"
+        elif not result.ok or any(d.severity == "error" for d in diagnostics):
+            failure = "compile_error"
+        if failure is None:
+            diagnostics.append(
+                Diagnostic(
+                    file=None,
+                    severity="note",
+                    message=f"{compiled} launch specialisation(s) compiled for {flags.arch}",
+                    tool="triton",
+                )
+            )
+        record = ObjectRecord(
+            key=key,
+            file=CANDIDATE_FILE,
+            kind="py",
+            diagnostics=diagnostics,
+            kernels=kernels,
+            compile_wall_s=result.wall_s,
+        )
+        if failure is None:
+            self.cache.store_object(staging / TRITON_OUTPUT / "report.json", record)
+        log = "" if failure is None else f"== triton ==\n{result.output[-20000:]}"
+        return record, failure, log
+
     # -- steps ----------------------------------------------------------------------------------
 
     def _unit_key(
@@ -591,6 +756,22 @@ class Builder:
             return diagnostics, f"== link ==\n{result.output}"
         self.cache.store_extension(output, build_key)
         return [], ""
+
+
+def _not_triton(relpath: str) -> Diagnostic:
+    return Diagnostic(
+        file=relpath,
+        severity="error",
+        message="a Triton workspace has no CUDA C++ sources: its kernels are @triton.jit functions in "
+        "model_new.py (lay out a cuda or cupy workspace to write CUDA C++)",
+        tool="build",
+    )
+
+
+def _python_files(files: list[str], action: FileAction, wall_s: float, key: str) -> list[FileBuild]:
+    return [
+        FileBuild(file=f, kind="py", action=action, wall_s=round(wall_s, 3), object_key=key) for f in files
+    ]
 
 
 def _harness(language: KernelLanguage) -> tuple[str, ...]:

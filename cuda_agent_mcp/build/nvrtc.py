@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import base64
 import re
-import struct
 import sys
 from pathlib import Path
 
+from cuda_agent_mcp.build.cubin import parameter_sizes
 from cuda_agent_mcp.build.flags import BuildFlags
 from cuda_agent_mcp.build.toolchain import Toolchain
 from cuda_agent_mcp.errors import ToolchainMissing
@@ -29,9 +29,6 @@ _KERNELS_LINE = "_KERNELS: dict[str, str] = {}  # BUILD: kernel name -> workspac
 _PARAMS_LINE = "_PARAMS: dict[str, list[int]] = {}  # BUILD: kernel name -> parameter sizes in bytes"
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _HOST_RUNTIME_INCLUDE = re.compile(r'\s*#\s*include\s*[<"]((?:cuda_runtime|cuda_runtime_api|cuda)\.h)[>"]')
-# The cubin's attribute records (the ELF `.nv.info.*` sections): formats, and the kernel-parameter one.
-_EIFMT_BVAL, _EIFMT_HVAL, _EIFMT_SVAL = 2, 3, 4
-_EIATTR_KPARAM_INFO = 0x17
 
 
 def find_nvrtc(toolchain: Toolchain) -> Path:
@@ -121,41 +118,6 @@ def module_text(cubins: dict[str, bytes], kernels: dict[str, str]) -> str:
         .replace(_KERNELS_LINE, f"_KERNELS: dict[str, str] = {dict(sorted(kernels.items()))!r}")
         .replace(_PARAMS_LINE, f"_PARAMS: dict[str, list[int]] = {sizes!r}")
     )
-
-
-def parameter_sizes(cubin: bytes) -> dict[str, list[int]]:
-    """Each kernel's parameter sizes in bytes, in order, from the cubin's `.nv.info.<kernel>` sections
-    (EIATTR_KPARAM_INFO records), read here on the trusted side: the launcher checks arguments against
-    them without asking the driver (a driver call that fails on purpose is an API error to
-    compute-sanitizer, measured on the H200: the sanitizer gate rejected an honest kernel for it)."""
-    section_offset = struct.unpack_from("<Q", cubin, 0x28)[0]
-    entry_size, count, names_index = struct.unpack_from("<HHH", cubin, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQ", cubin, section_offset + i * entry_size) for i in range(count)]
-    names_at = sections[names_index][4]
-    found: dict[str, list[int]] = {}
-    for name_offset, _type, _flags, _address, offset, size in sections:
-        end = cubin.index(b"\0", names_at + name_offset)
-        name = cubin[names_at + name_offset : end].decode()
-        if not name.startswith(".nv.info."):
-            continue
-        sizes: dict[int, int] = {}
-        position = offset
-        while position + 2 <= offset + size:
-            form, attribute = cubin[position], cubin[position + 1]
-            position += 2
-            if form == _EIFMT_SVAL:
-                length = struct.unpack_from("<H", cubin, position)[0]
-                value = cubin[position + 2 : position + 2 + length]
-                position += 2 + length
-                if attribute == _EIATTR_KPARAM_INFO and length >= 12:
-                    _index, ordinal, _offset, flags = struct.unpack_from("<IHHI", value)
-                    sizes[ordinal] = (flags >> 18) & 0x3FFF
-            elif form == _EIFMT_HVAL:
-                position += 2
-            elif form == _EIFMT_BVAL:
-                position += 1
-        found[name.removeprefix(".nv.info.")] = [sizes[i] for i in sorted(sizes)]
-    return found
 
 
 def launchable(kernels: list[KernelResources]) -> dict[str, str]:

@@ -135,9 +135,9 @@ def optimize_command(
     language: Annotated[
         LanguageChoice | None,
         typer.Option(
-            help="kernel language of the new workspace: cuda (nvcc builds a torch extension, the default) "
-            "or cupy (NVRTC compiles kernels/*.cu, launched through CuPy); a workspace directory keeps "
-            "its own"
+            help="kernel language of the new workspace: cuda (nvcc builds a torch extension, the default), "
+            "cupy (NVRTC compiles kernels/*.cu, launched through CuPy) or triton (@triton.jit kernels in "
+            "model_new.py); a workspace directory keeps its own"
         ),
     ] = None,
     json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,

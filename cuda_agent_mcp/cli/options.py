@@ -59,12 +59,14 @@ class LanguageChoice(StrEnum):
 
     cuda = "cuda"
     cupy = "cupy"
+    triton = "triton"
 
 
 LanguageOption = Annotated[
     LanguageChoice,
     typer.Option(
-        help="kernel language of a new workspace: cuda (nvcc builds a torch extension) or cupy (NVRTC "
-        "compiles kernels/*.cu, launched through CuPy; no host code); its SKILL.md says how",
+        help="kernel language of a new workspace: cuda (nvcc builds a torch extension), cupy (NVRTC "
+        "compiles kernels/*.cu, launched through CuPy; no host code) or triton (@triton.jit kernels in "
+        "model_new.py); its SKILL.md says how",
     ),
 ]

@@ -8,13 +8,15 @@ judge's checks on outputs and clocks, and the runtime op audit, stay the evidenc
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Collection
 from pathlib import Path
 
 from cuda_agent_mcp.evaluation.audit_native import ALLOWED_CPP_TORCH, audit_native
 from cuda_agent_mcp.evaluation.audit_python import ALLOWED_TENSOR_METHODS, audit_python
-from cuda_agent_mcp.evaluation.python_names import ALLOWED_TORCH_CALLS
-from cuda_agent_mcp.results import AuditFinding
+from cuda_agent_mcp.evaluation.python_names import ALLOWED_TORCH_CALLS, ModuleNames
+from cuda_agent_mcp.evaluation.triton_rules import kernel_names
+from cuda_agent_mcp.results import AuditFinding, KernelLanguage
 
 __all__ = [
     "ALLOWED_CPP_TORCH",
@@ -33,12 +35,16 @@ _HARNESS = ("binding.cpp", "binding_registry.h", "model.py", "cuda_extension.py"
 
 
 def audit_workspace(
-    root: Path, allowed_libraries: Collection[str] = (), extension_kernels: Collection[str] | None = None
+    root: Path,
+    allowed_libraries: Collection[str] = (),
+    extension_kernels: Collection[str] | None = None,
+    language: KernelLanguage = "cuda",
 ) -> list[AuditFinding]:
     """Findings over every Python module the candidate ships (model_new.py and the modules beside it)
     and every kernel source and header; an empty list means nothing was found. `allowed_libraries`
     (cublas, cudnn) may be used, by the task's policy; `extension_kernels`: a CuPy workspace's built
-    kernels, the only attributes of its cuda_extension the candidate may use."""
+    kernels, the only attributes of its cuda_extension the candidate may use; `language`: the
+    workspace's (a Triton workspace may use Triton's kernel language, and launch its kernels only)."""
     findings: list[AuditFinding] = [
         AuditFinding(
             file=path.relative_to(root).as_posix(),
@@ -49,9 +55,16 @@ def audit_workspace(
         )
         for path in _links(root)
     ]
-    for path in _files(root, ("*.py",)):
+    modules = {path.name: _read(path) for path in _files(root, ("*.py",))}
+    kernels = _triton_kernels(modules) if language == "triton" else frozenset()
+    for name, text in modules.items():
         findings += audit_python(
-            _read(path), path.name, candidate=path.name == "model_new.py", extension_kernels=extension_kernels
+            text,
+            name,
+            candidate=name == "model_new.py",
+            extension_kernels=extension_kernels,
+            language=language,
+            triton_kernels=kernels,
         )
     for path in _files(root, ("*", "kernels/*")):
         relpath = path.relative_to(root).as_posix()
@@ -62,6 +75,18 @@ def audit_workspace(
         elif path.suffix in _HEADER_SUFFIXES:
             findings += audit_native(_read(path), relpath, allowed_libraries, host_code=True)
     return findings
+
+
+def _triton_kernels(modules: dict[str, str]) -> frozenset[str]:
+    """Every module's `@triton.jit` function names: a kernel may be launched from another module."""
+    found: set[str] = set()
+    for text in modules.values():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        found.update(kernel_names(tree, ModuleNames(tree).resolve))
+    return frozenset(found)
 
 
 def audit_model_new(source: str, file: str) -> list[AuditFinding]:

@@ -24,7 +24,8 @@ from cuda_agent_mcp.evaluation.python_names import (
     spelled,
     torch_compute,
 )
-from cuda_agent_mcp.results import AuditFinding
+from cuda_agent_mcp.evaluation.triton_rules import ENVIRONMENT_NAMES, is_jit, kernel_references
+from cuda_agent_mcp.results import AuditFinding, KernelLanguage
 
 ALLOWED_TENSOR_METHODS = {
     "contiguous", "view", "reshape", "size", "dim", "numel", "stride", "is_contiguous", "data_ptr",
@@ -52,11 +53,19 @@ Add = Callable[[ast.AST | None, str, str], None]
 
 
 def audit_python(
-    source: str, file: str, *, candidate: bool, extension_kernels: Collection[str] | None = None
+    source: str,
+    file: str,
+    *,
+    candidate: bool,
+    extension_kernels: Collection[str] | None = None,
+    language: KernelLanguage = "cuda",
+    triton_kernels: Collection[str] = (),
 ) -> list[AuditFinding]:
     """Findings in one Python module; `candidate`: it is model_new.py (ModelNew's rules apply too);
     `extension_kernels`: a CuPy workspace's built kernels, the only names of `cuda_extension` it may
-    use (None: a torch extension, whose functions the build does not list)."""
+    use (None: a torch extension, whose functions the build does not list); `language`: the
+    workspace's, which decides what it may import (a Triton workspace: `triton_rules.py`);
+    `triton_kernels`: a Triton workspace's kernel names, in all its modules."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -68,18 +77,58 @@ def audit_python(
         found.setdefault((line, message), AuditFinding(file=file, line=line, rule=rule, message=message))
 
     names = ModuleNames(tree)
-    _check_imports(tree, names, add)
-    _check_dynamic(tree, names, add, extension_kernels)
+    _check_imports(tree, names, add, language)
+    _check_dynamic(tree, names, add, extension_kernels, language)
+    if language == "triton":
+        _check_triton(tree, names, add, frozenset(triton_kernels))
     checked = _checked_functions(tree)
     for function in checked:
-        _check_function(function, names, add)
+        # A Triton kernel's body is Triton's language, compiled by Triton: its operators and methods act
+        # on Triton's values, never on torch tensors (PyTorch calls in it are still refused).
+        _check_function(
+            function, names, add, kernel_body=language == "triton" and is_jit(function, names.resolve)
+        )
     _check_references(tree, names, {id(n) for f in checked for n in ast.walk(f)}, add)
     if candidate:
         _check_model_new(tree, names, add)
     return sorted(found.values(), key=lambda f: (f.line or 0, f.message))
 
 
-def _check_imports(tree: ast.Module, names: ModuleNames, add: Add) -> None:
+def _launch_rule(language: KernelLanguage) -> str:
+    return (
+        "forward() may only launch your @triton.jit kernels"
+        if language == "triton"
+        else ("forward() may only call cuda_extension")
+    )
+
+
+def _check_triton(tree: ast.Module, names: ModuleNames, add: Add, kernels: frozenset[str]) -> None:
+    """A Triton workspace's own rules: kernels only launched, Triton's settings left alone."""
+    for reference in kernel_references(tree, kernels):
+        name = ast.unparse(reference)
+        add(
+            reference,
+            "kernel_reference",
+            f"uses the Triton kernel {name} other than by launching it: write {name}[grid](...) (or call it "
+            "from another kernel); a kernel is not stored, passed or reached into",
+        )
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute | ast.Name) and (names.resolve(node) or "") in ENVIRONMENT_NAMES:
+            add(
+                node,
+                "environment",
+                f"{ast.unparse(node)}: the environment holds Triton's settings (the interpreter, caches), "
+                "which are the evaluator's",
+            )
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith("TRITON_")
+        ):
+            add(node, "environment", f"{node.value!r}: Triton's settings are the evaluator's")
+
+
+def _check_imports(tree: ast.Module, names: ModuleNames, add: Add, language: KernelLanguage) -> None:
     for node in ast.walk(tree):
         modules: list[str] = []
         if isinstance(node, ast.Import):
@@ -94,16 +143,16 @@ def _check_imports(tree: ast.Module, names: ModuleNames, add: Add) -> None:
                         f"imports the PyTorch compute function {node.module}.{alias.name}: only your kernels may compute",
                     )
         for module in modules:
-            if (rule := forbidden(module)) is not None:
-                add(
-                    node,
-                    rule[0],
-                    f"imports {module}, which {rule[1]}: forward() may only call cuda_extension",
-                )
+            if (rule := forbidden(module, language)) is not None:
+                add(node, rule[0], f"imports {module}, which {rule[1]}: {_launch_rule(language)}")
 
 
 def _check_dynamic(
-    tree: ast.Module, names: ModuleNames, add: Add, extension_kernels: Collection[str] | None
+    tree: ast.Module,
+    names: ModuleNames,
+    add: Add,
+    extension_kernels: Collection[str] | None,
+    language: KernelLanguage,
 ) -> None:
     """Computed names, run-time code and native loading, anywhere in the module."""
     inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}  # report `a.b.c` once
@@ -166,13 +215,14 @@ def _check_dynamic(
         if isinstance(node, ast.Name) and node.id in ("__builtins__", "__import__"):
             add(node, "computed_name", f"{node.id} reaches names by computed strings: spell the name out")
         if (
-            isinstance(node, ast.Attribute | ast.Name)
+            # a constant getattr() is an attribute; an attribute written (`triton.knobs.x.hook = f`) is used
+            isinstance(node, ast.Attribute | ast.Name | ast.Call)
             and id(node) not in inner
-            and not isinstance(node.ctx, ast.Store)
+            and not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
             and (dotted := names.resolve(node)) is not None
-            and (rule := forbidden(dotted)) is not None
+            and (rule := forbidden(dotted, language)) is not None
         ):
-            add(node, rule[0], f"{dotted} {rule[1]}: forward() may only call cuda_extension")
+            add(node, rule[0], f"{dotted} {rule[1]}: {_launch_rule(language)}")
 
 
 def _checked_functions(tree: ast.Module) -> list[ast.AST]:
@@ -190,7 +240,7 @@ def _checked_functions(tree: ast.Module) -> list[ast.AST]:
     ]
 
 
-def _check_function(function: ast.AST, names: ModuleNames, add: Add) -> None:
+def _check_function(function: ast.AST, names: ModuleNames, add: Add, *, kernel_body: bool = False) -> None:
     where = (
         f"{function.name}()" if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) else "a lambda"
     )
@@ -208,8 +258,10 @@ def _check_function(function: ast.AST, names: ModuleNames, add: Add) -> None:
                         "torch_compute",
                         f"{where} calls {written}: arithmetic on tensors computes with PyTorch",
                     )
-            elif isinstance(node.func, ast.Attribute):
+            elif isinstance(node.func, ast.Attribute) and not kernel_body:
                 _check_method(node, node.func, names, where, add)
+        elif kernel_body:
+            continue
         elif isinstance(node, ast.BinOp) and (isinstance(node.op, ast.MatMult) or _touches(node, tensors)):
             symbol = _SYMBOLS.get(type(node.op), "an operator")
             add(

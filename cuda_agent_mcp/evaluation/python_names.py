@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 
 from cuda_agent_mcp.evaluation.ops import computes
+from cuda_agent_mcp.evaluation.triton_rules import triton_rule
+from cuda_agent_mcp.results import KernelLanguage
 
 ALLOWED_TORCH_CALLS = {
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
@@ -170,7 +172,10 @@ def spelled(node: ast.AST, dotted: str) -> str:
     return written if written == dotted else f"{written} ({dotted})"
 
 
-def forbidden(dotted: str) -> tuple[str, str] | None:
+def forbidden(dotted: str, language: KernelLanguage = "cuda") -> tuple[str, str] | None:
+    """(rule, why) where the name is refused in a workspace of `language`, else None."""
+    if language == "triton" and (dotted == "triton" or dotted.startswith("triton.")):
+        return triton_rule(dotted)
     for module, rule in FORBIDDEN_MODULES.items():
         if dotted == module or dotted.startswith(module + "."):
             return rule

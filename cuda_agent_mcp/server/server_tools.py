@@ -47,8 +47,8 @@ class StartSessionRequest(_Request):
     )
     language: KernelLanguage = Field(
         default="cuda",
-        description="kernel language of a new workspace: cuda (nvcc, a torch extension) or cupy (NVRTC, "
-        "launched through CuPy); its SKILL.md says how to write it",
+        description="kernel language of a new workspace: cuda (nvcc, a torch extension), cupy (NVRTC, "
+        "launched through CuPy) or triton (@triton.jit); its SKILL.md says how to write it",
     )
 
 

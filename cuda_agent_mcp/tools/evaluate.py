@@ -398,7 +398,9 @@ def _audit(session: Session, build: BuildResult, *, torch_glue: bool = False) ->
     """The static audit of the sources, and copies of the reference among the candidate's files (a
     CuPy workspace's cuda_extension may be used for the kernels its build made, and nothing else)."""
     kernels = [k.mangled_name for k in build.kernels] if build.language == "cupy" else None
-    findings = audit_workspace(session.workspace.root, session.task.vendor_libraries, kernels)
+    findings = audit_workspace(
+        session.workspace.root, session.task.vendor_libraries, kernels, language=build.language
+    )
     # KernelBench lets ModelNew keep PyTorch ops around its kernels; its other rules still hold.
     if torch_glue:
         findings = [f for f in findings if f.rule != "torch_compute"]

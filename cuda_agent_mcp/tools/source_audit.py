@@ -24,7 +24,7 @@ class SourceAuditResult(BaseModel):
 async def audit_sources(session: Session) -> SourceAuditResult:
     """What verify's static audit would refuse in the workspace as it is now."""
     libraries = tuple(session.task.vendor_libraries)
-    findings = audit_workspace(session.workspace.root, libraries)
+    findings = audit_workspace(session.workspace.root, libraries, language=session.workspace.language)
     return SourceAuditResult(
         task_id=session.task.id,
         workspace=str(session.workspace.root),

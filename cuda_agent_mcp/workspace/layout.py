@@ -10,6 +10,8 @@ binding_registry.h     harness (ignored if edited)
 
 A CuPy workspace (`language="cupy"`) has no host code and no harness files: kernels/*.cu are device code
 that NVRTC compiles, and model_new.py launches them through the generated `cuda_extension` module.
+A Triton workspace (`language="triton"`) has neither: its kernels are `@triton.jit` functions in
+model_new.py and the Python modules beside it (`python_sources`), which the build compiles.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from cuda_agent_mcp.errors import WorkspaceError
 from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tasks import Task, TaskSource, task_from_source
 from cuda_agent_mcp.tasks.static_check import check_reference_source, model_init_signature
-from cuda_agent_mcp.workspace.harness import HARNESS_FILES, harness_text
+from cuda_agent_mcp.workspace.harness import GENERATED_MODULE, HARNESS_FILES, harness_text
 
 REFERENCE_FILE = "model.py"
 CANDIDATE_FILE = "model_new.py"
@@ -39,7 +41,11 @@ HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".hh", ".inl")
 SourceKind = Literal["cu", "cpp"]
 LANGUAGES: tuple[KernelLanguage, ...] = get_args(KernelLanguage)
 # Where each language's SKILL.md and model_new.py template live among the pristine files.
-LANGUAGE_FILES: dict[KernelLanguage, PurePosixPath] = {"cuda": PurePosixPath(), "cupy": PurePosixPath("cupy")}
+LANGUAGE_FILES: dict[KernelLanguage, PurePosixPath] = {
+    "cuda": PurePosixPath(),
+    "cupy": PurePosixPath("cupy"),
+    "triton": PurePosixPath("triton"),
+}
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,9 @@ class Workspace:
                 f"{root} is not empty: choose an empty directory, or lay the workspace out over it with "
                 "--overwrite (overwrite=true through the tools)"
             )
-        (root / KERNELS_DIR).mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
+        if language != "triton":  # a Triton workspace's kernels are Python beside model_new.py
+            (root / KERNELS_DIR).mkdir(exist_ok=True)
         _write_readonly(root / REFERENCE_FILE, task.code)
         pristine = LANGUAGE_FILES[language]
         for name in HARNESS_FILES if language == "cuda" else ():
@@ -146,6 +154,17 @@ class Workspace:
             for path in self._files_in_build_dirs()
             if path.suffix in SOURCE_SUFFIXES and path.name not in self.harness_files
         ]
+
+    def python_sources(self) -> dict[str, str]:
+        """The candidate's Python modules, relpath -> sha256: what a Triton workspace's build compiles
+        and what the evaluation stages (regular files at the root, never the reference)."""
+        return {
+            path.name: _sha256(path)
+            for path in sorted(self.root.glob("*.py"))
+            if path.name not in (REFERENCE_FILE, GENERATED_MODULE)
+            and path.is_file()
+            and not path.is_symlink()
+        }
 
     def build_headers(self) -> dict[str, str]:
         """Local headers a translation unit may include, relpath -> sha256 (harness header excluded)."""
