@@ -7,7 +7,8 @@ judge service is `benchmarks/cli_eval_speed.py`.
 
 The task (x: 4096 x 393216 fp32, 6.4 GB) is `benchmarks/kernelbench_level1_19_ReLU.py`, a copy of the
 KernelBench problem (MIT licence); the kernel is the ReLU example's float4 kernel (`--language cupy`: the same
-kernels compiled by NVRTC and launched through CuPy, benchmarks/cupy_relu). Baselines are measured
+kernels compiled by NVRTC and launched through CuPy, benchmarks/cupy_relu; `--language triton`: a Triton
+ReLU, benchmarks/triton_relu, whose edits change its block size). Baselines are measured
 once, then read from the cache, as in an agent's loop. Measurement quality: the same kernel profiled in
 separate calls; the spread of the speedups around their median.
 """
@@ -31,7 +32,11 @@ from cuda_agent_mcp.tools import ProfileRequest, Session, compile_kernels, profi
 
 REPO = Path(__file__).resolve().parent.parent
 TASK = REPO / "benchmarks" / "kernelbench_level1_19_ReLU.py"
-EXAMPLES = {"cuda": REPO / "examples" / "relu", "cupy": REPO / "benchmarks" / "cupy_relu"}
+EXAMPLES = {
+    "cuda": REPO / "examples" / "relu",
+    "cupy": REPO / "benchmarks" / "cupy_relu",
+    "triton": REPO / "benchmarks" / "triton_relu",
+}
 
 
 async def timed(work):
@@ -49,7 +54,8 @@ async def run(edits: int, repeats: int, language: KernelLanguage = "cuda") -> di
     task = load_task_file(TASK, task_id="kernelbench/level1/19")
     session = Session.create(task, work / "ws", cache_dir=work / "cache", language=language)
     example = EXAMPLES[language]
-    shutil.copytree(example / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True)
+    if (example / "kernels").is_dir():
+        shutil.copytree(example / "kernels", session.workspace.root / "kernels", dirs_exist_ok=True)
     shutil.copy(example / "model_new.py", session.workspace.root / "model_new.py")
 
     build, build_s = await timed(compile_kernels(session))
@@ -61,7 +67,8 @@ async def run(edits: int, repeats: int, language: KernelLanguage = "cuda") -> di
     cached, cached_profile_s = await timed(profile_kernels(session))
     assert cached.baselines_cached
 
-    kernel = session.workspace.root / "kernels" / "relu.cu"
+    # The file an edit changes: the kernel source (a Triton workspace's kernels are in model_new.py).
+    kernel = session.workspace.root / ("model_new.py" if language == "triton" else "kernels/relu.cu")
     original = kernel.read_text()
     round_trips = []
     round_trip_parts = []
@@ -70,7 +77,9 @@ async def run(edits: int, repeats: int, language: KernelLanguage = "cuda") -> di
         kernel.write_text(
             original.replace(
                 "const int threads = 256;", f"const int threads = {(128, 512)[index % 2]};  // {index}"
-            ).replace("if (i < n) y[i]", f"if (i < n + {index} - {index}) y[i]")
+            )
+            .replace("if (i < n) y[i]", f"if (i < n + {index} - {index}) y[i]")
+            .replace("block = 4096", f"block = {(2048, 8192)[index % 2]}  # {index}")
         )
         started = time.perf_counter()
         built, built_s = await timed(compile_kernels(session))
@@ -153,7 +162,7 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--language", choices=("cuda", "cupy"), default="cuda")
+    parser.add_argument("--language", choices=("cuda", "cupy", "triton"), default="cuda")
     args = parser.parse_args()
     os.environ.setdefault("CUDA_AGENT_JUDGE_SERVICE", "off")  # this process's own judges, as documented
     result = anyio.run(run, args.edits, args.repeats, args.language)
