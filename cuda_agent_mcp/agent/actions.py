@@ -42,7 +42,8 @@ class EnvironmentSettings(BaseModel):
         default=2, ge=0, description="retries of a tool call whose infrastructure failure may pass"
     )
     language: KernelLanguage = Field(
-        default="cuda", description="the kernel language new workspaces are laid out in (cuda, cupy or triton)"
+        default="cuda",
+        description="the kernel language new workspaces are laid out in (cuda, cupy or triton)",
     )
 
     def session_seed(self, index: int) -> int | None:

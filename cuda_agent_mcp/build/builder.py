@@ -547,7 +547,7 @@ class Builder:
         readable = [*self._readable, *triton_readable()]
         argv = triton_command(capability(flags.arch))
         result = await self._run(argv, staging, readable, self.limits.compile_timeout_s)
-        diagnostics, kernels, compiled = read_report(
+        diagnostics, kernels, note = read_report(
             staging / TRITON_OUTPUT, declared, files, flags.arch, result.returncode or 0
         )
         failure: BuildFailure | None = None
@@ -570,7 +570,7 @@ class Builder:
                 Diagnostic(
                     file=None,
                     severity="note",
-                    message=f"{compiled} launch specialisation(s) compiled for {flags.arch}",
+                    message=note,
                     tool="triton",
                 )
             )

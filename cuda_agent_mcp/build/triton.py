@@ -132,12 +132,14 @@ class _Report(BaseModel):
     compiled: list[_Compiled] = []
     diagnostics: list[_Diagnostic] = []
     traced: bool = False
+    seconds: dict[str, float] = {}
 
 
 def read_report(
     output: Path, declared: dict[str, tuple[str, int]], files: set[str], arch: str, exit_status: int
-) -> tuple[list[Diagnostic], list[KernelResources], int]:
-    """(diagnostics, kernels, specialisations compiled) from the script's output directory. Every
+) -> tuple[list[Diagnostic], list[KernelResources], str]:
+    """(diagnostics, kernels, a note on what was compiled and where the time went) from the script's
+    output directory. Every
     declared kernel is listed (a kernel no launch reached with 0 registers); files and names the script
     reports outside the workspace's are dropped."""
     try:
@@ -188,7 +190,11 @@ def read_report(
         )
         for name, (file, _line) in sorted(declared.items())
     ]
-    return diagnostics, kernels, specialisations
+    spent = ", ".join(f"{phase} {seconds:.2f} s" for phase, seconds in list(report.seconds.items())[:4])
+    note = f"{specialisations} launch specialisation(s) compiled for {arch}" + (
+        f" ({spent})" if spent else ""
+    )
+    return diagnostics, kernels, note
 
 
 def name_problems(declared: dict[str, tuple[str, int]]) -> list[Diagnostic]:
@@ -207,10 +213,3 @@ def name_problems(declared: dict[str, tuple[str, int]]) -> list[Diagnostic]:
         for name, (file, line) in sorted(declared.items())
         if library_lookalike(name)
     ]
-
-
-def report_summary(kernels: list[KernelResources], specialisations: int) -> str:
-    names = ", ".join(k.name for k in kernels)
-    return (
-        f"{specialisations} launch specialisation(s) of {len(kernels)} kernel(s) compiled; kernels: {names}"
-    )

@@ -10,7 +10,7 @@ autotuned kernel) for the GPU with `triton.compile`, down to a cubin. It writes 
     {"kernels": [{"name", "file", "line"}],          every @triton.jit function the modules define
      "compiled": [{"kernel", "cubin", "shared", "num_warps", "num_stages", "launch"}],
      "diagnostics": [{"file", "line", "column", "severity", "message"}],
-     "traced": bool}
+     "traced": bool, "seconds": {"import", "load", "trace", "compile"}}
 
 and each cubin beside it. Exit status 0 when nothing failed to compile, 1 when something did, 2 when
 Triton cannot be used here. Candidate code runs in this process, so the builder trusts nothing of the
@@ -28,7 +28,9 @@ import importlib.util
 import json
 import os
 import sys
+import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 MAX_COMPILES = 64
@@ -46,6 +48,14 @@ class Report:
         self.compiled: list[dict[str, Any]] = []
         self.diagnostics: list[dict[str, Any]] = []
         self.traced = False
+        self.seconds: dict[str, float] = {}
+        self._clock = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        """Wall time since the last lap, as this phase's (import, load, trace, compile)."""
+        now = time.perf_counter()
+        self.seconds[phase] = round(now - self._clock, 3)
+        self._clock = now
 
     def add(self, severity: str, message: str, file: str | None = None, line: int | None = None,
             column: int | None = None) -> None:  # fmt: skip
@@ -76,6 +86,7 @@ class Report:
                     "compiled": self.compiled,
                     "diagnostics": self.diagnostics,
                     "traced": self.traced,
+                    "seconds": self.seconds,
                 },
                 handle,
             )
@@ -232,6 +243,7 @@ def main() -> int:
         report.add("error", f"Triton cannot be imported where the build runs: {type(exc).__name__}: {exc}")
         report.write(args.out)
         return 2
+    report.lap("import")
     sys.path.insert(0, staging)
     try:
         reference = load(args.reference, "_cuda_agent_reference")
@@ -244,6 +256,7 @@ def main() -> int:
         report.write(args.out)
         return 1
     kernels = jit_functions(report)
+    report.lap("load")
 
     def run_model() -> None:
         with torch.device("meta"), torch.no_grad():
@@ -261,10 +274,11 @@ def main() -> int:
             exc,
         )
         launches = []
+    report.lap("trace")
     target = GPUTarget("cuda", args.capability, 32)
     backend = make_backend(target)
+    jobs: list[tuple[Any, Any, dict[str, Any], str]] = []  # (kernel, source, options, launch)
     seen: set[str] = set()
-    failed = False
     for fn, bound in launches:
         try:
             source, options, launch = typed_launch(fn, bound, backend)
@@ -275,16 +289,27 @@ def main() -> int:
         if (key := f"{fn.__name__}({launch})") in seen:
             continue
         seen.add(key)
-        if len(seen) > MAX_COMPILES:
+        if len(jobs) == MAX_COMPILES:
             report.add(
                 "note", f"more than {MAX_COMPILES} distinct launches: the rest compile at the first call"
             )
             break
+        jobs.append((fn, source, options, launch))
+
+    def compile_one(job: tuple[Any, Any, dict[str, Any], str]) -> Any:
         try:
-            compiled = triton.compile(source, target=target, options=options)
+            return triton.compile(job[1], target=target, options=job[2])
         except BaseException as exc:
+            return exc
+
+    # In threads: ptxas runs as a process, and Triton releases the GIL in parts of its lowering.
+    with ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
+        outcomes = list(pool.map(compile_one, jobs))
+    failed = False
+    for (fn, _source, _options, launch), compiled in zip(jobs, outcomes, strict=True):
+        if isinstance(compiled, BaseException):
             failed = True
-            compile_error(report, kernels, fn, exc)
+            compile_error(report, kernels, fn, compiled)
             continue
         cubin = os.path.join(args.out, f"{len(report.compiled)}.cubin")
         with open(cubin, "wb") as handle:
@@ -300,6 +325,7 @@ def main() -> int:
                 "launch": launch,
             }
         )
+    report.lap("compile")
     report.write(args.out)
     return 1 if failed else 0
 

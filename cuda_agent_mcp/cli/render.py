@@ -169,7 +169,10 @@ def build_report(result: BuildResult, console: Console) -> None:
                 ]
                 for k in result.kernels
             ],
-            title="kernels (ptxas)",
+            # A Triton kernel's figures are its largest over the launches the build compiled.
+            title="kernels (triton, largest over its launches)"
+            if result.language == "triton"
+            else "kernels (ptxas)",
         )
     for d in result.diagnostics:
         colour = {"error": "red", "warning": "yellow", "note": "blue"}[d.severity]
