@@ -2,6 +2,7 @@
 
     python benchmarks/acceptance.py --kernelbench DIR --out acceptance.json [--corpus sample|all]
     python benchmarks/acceptance.py --kernelbench DIR --out cupy.json --language cupy   (issue 28)
+    python benchmarks/acceptance.py --kernelbench DIR --out triton.json --language triton
 
 Honest: the fixtures of tests/fixtures/honest and the KernelBench workspaces of benchmarks/suites (their
 references from `--kernelbench`), built in parallel, then verified and profiled one at a time through the
@@ -47,7 +48,11 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "honest"
 SUITES = REPO / "benchmarks" / "suites" / "workspaces" / "kernelbench"
 # Each kernel language's honest KernelBench suite (the CUDA one also has fixtures and forgeries).
-LANGUAGE_SUITES: dict[KernelLanguage, Path] = {"cuda": SUITES, "cupy": SUITES.with_name("kernelbench_cupy")}
+LANGUAGE_SUITES: dict[KernelLanguage, Path] = {
+    "cuda": SUITES,
+    "cupy": SUITES.with_name("kernelbench_cupy"),
+    "triton": SUITES.with_name("kernelbench_triton"),
+}
 EXAMPLES = REPO / "examples"
 # Baselines measured (the reference's outputs cross the transport from clean workers, and the reward is
 # computed): the loss tasks whose 0-dim outputs keep a large storage, and the bundled examples.
@@ -238,7 +243,10 @@ def main() -> None:
     parser.add_argument("--no-forgeries", action="store_true")
     parser.add_argument("--build-only", action="store_true", help="fill the build cache and stop")
     parser.add_argument(
-        "--language", choices=("cuda", "cupy"), default="cuda", help="whose honest suite (cupy: no forgeries)"
+        "--language",
+        choices=("cuda", "cupy", "triton"),
+        default="cuda",
+        help="whose honest suite (cupy, triton: no forgeries)",
     )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cuda-agent-acceptance-"))
