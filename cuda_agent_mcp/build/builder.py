@@ -17,6 +17,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,6 +75,8 @@ from cuda_agent_mcp.build.triton import (
 from cuda_agent_mcp.build.triton import OUTPUT_DIR as TRITON_OUTPUT
 from cuda_agent_mcp.build.triton import REFERENCE_NAME as TRITON_REFERENCE
 from cuda_agent_mcp.build.triton import readable_paths as triton_readable
+from cuda_agent_mcp.build.triton_warm import WAIT_S as WARM_WAIT_S
+from cuda_agent_mcp.build.triton_warm import WarmCompiles
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.executors import Executor, ProcessLimits, ProcessResult
 from cuda_agent_mcp.results import (
@@ -160,6 +163,7 @@ class Builder:
         self._view = view
         self._readable = toolchain_readable(toolchain)
         self._nvrtc: Path | None = None
+        self._warm_triton = WarmCompiles()
 
     @property
     def nvrtc(self) -> Path:
@@ -543,13 +547,43 @@ class Builder:
         flags: BuildFlags,
     ) -> tuple[ObjectRecord, BuildFailure | None, str]:
         (staging / TRITON_REFERENCE).write_text(reference)
-        (staging / TEMP_DIR).mkdir(exist_ok=True)
-        readable = [*self._readable, *triton_readable()]
         argv = triton_command(capability(flags.arch))
-        result = await self._run(argv, staging, readable, self.limits.compile_timeout_s)
-        diagnostics, kernels, note = read_report(
-            staging / TRITON_OUTPUT, declared, files, flags.arch, result.returncode or 0
-        )
+        readable = [*self._readable, *triton_readable()]
+        warm = self._warm_triton.take(argv)
+        try:
+            if warm is not None:  # its imports are paid: fill its staging and let it go
+                result = await warm.compile(staging, [*sorted(files), TRITON_REFERENCE])
+                output = warm.staging / TRITON_OUTPUT
+            else:
+                (staging / TEMP_DIR).mkdir(exist_ok=True)
+                result = await self._run(argv, staging, readable, self.limits.compile_timeout_s)
+                output = staging / TRITON_OUTPUT
+            return self._triton_outcome(key, output, result, declared, files, flags)
+        finally:
+            if warm is not None:
+                shutil.rmtree(warm.staging, ignore_errors=True)
+            self._warm_triton.after_build(argv, self._warm_staging, partial(self._run_ahead, argv, readable))
+
+    def _warm_staging(self) -> Path:
+        staging = self.cache.staging_dir()
+        (staging / TEMP_DIR).mkdir()
+        return staging
+
+    def _run_ahead(self, argv: list[str], readable: list[Path], staging: Path) -> ProcessResult:
+        """A compile started ahead, on its own thread and event loop: it waits up to WAIT_S for work."""
+        timeout = WARM_WAIT_S + self.limits.compile_timeout_s
+        return anyio.run(self._run, [*argv, "--wait", str(WARM_WAIT_S)], staging, readable, timeout)
+
+    def _triton_outcome(
+        self,
+        key: str,
+        output: Path,
+        result: ProcessResult,
+        declared: dict[str, tuple[str, int]],
+        files: set[str],
+        flags: BuildFlags,
+    ) -> tuple[ObjectRecord, BuildFailure | None, str]:
+        diagnostics, kernels, note = read_report(output, declared, files, flags.arch, result.returncode or 0)
         failure: BuildFailure | None = None
         if result.timed_out:
             failure = "timeout"
@@ -566,14 +600,7 @@ class Builder:
         elif not result.ok or any(d.severity == "error" for d in diagnostics):
             failure = "compile_error"
         if failure is None:
-            diagnostics.append(
-                Diagnostic(
-                    file=None,
-                    severity="note",
-                    message=note,
-                    tool="triton",
-                )
-            )
+            diagnostics.append(Diagnostic(file=None, severity="note", message=note, tool="triton"))
         record = ObjectRecord(
             key=key,
             file=CANDIDATE_FILE,
@@ -583,7 +610,7 @@ class Builder:
             compile_wall_s=result.wall_s,
         )
         if failure is None:
-            self.cache.store_object(staging / TRITON_OUTPUT / "report.json", record)
+            self.cache.store_object(output / "report.json", record)
         log = "" if failure is None else f"== triton ==\n{result.output[-20000:]}"
         return record, failure, log
 
