@@ -154,6 +154,13 @@ _ANSWER_FILES: dict[KernelLanguage, str] = {
     "triton": "```python model_new.py (its @triton.jit kernels and ModelNew)",
 }
 
+# Where a language's kernels are written: a Triton workspace has no kernels/ directory.
+_KERNELS_WHERE: dict[KernelLanguage, str] = {
+    "cuda": "CUDA kernels in kernels/",
+    "cupy": "CUDA kernels in kernels/",
+    "triton": "Triton kernels (@triton.jit) in model_new.py",
+}
+
 
 def task_statement(
     task_id: str,
@@ -173,7 +180,7 @@ def task_statement(
     )
     return (
         f"Task {task_id}. Make ModelNew (model_new.py) compute exactly what Model computes, faster "
-        f"than PyTorch eager and torch.compile, with CUDA kernels in kernels/.\n\nmodel.py:\n```python\n"
+        f"than PyTorch eager and torch.compile, with {_KERNELS_WHERE[language]}.\n\nmodel.py:\n```python\n"
         f"{reference}```\n\nEditable files now: {files}. {how}"
     )
 

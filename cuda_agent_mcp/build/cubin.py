@@ -2,9 +2,9 @@
 
 The `.nv.info` sections hold attribute records: per kernel (`.nv.info.<kernel>`) its parameters
 (EIATTR_KPARAM_INFO), and in the shared `.nv.info` each function's register count (EIATTR_REGCOUNT,
-keyed by the function's symbol index, which its `.text.<kernel>` section names in `sh_info`). A cubin
-may come from a process that ran candidate code (a Triton build), so a malformed one yields nothing
-rather than an exception.
+keyed by the function's symbol index, which its `.text.<kernel>` section names in `sh_info`; for sm_80
+and older there is no such record: the count is sh_info's top byte). A cubin may come from a process
+that ran candidate code (a Triton build), so a malformed one yields nothing rather than an exception.
 """
 
 from __future__ import annotations
@@ -83,7 +83,9 @@ def parameter_sizes(cubin: bytes) -> dict[str, list[int]]:
 
 
 def register_counts(cubin: bytes) -> dict[str, int]:
-    """Registers per thread of each function in the cubin (EIATTR_REGCOUNT), by name."""
+    """Registers per thread of each function in the cubin, by name: its EIATTR_REGCOUNT record, or where
+    there is none (cubins for sm_80 and older, measured) the top byte of its `.text.<kernel>` sh_info,
+    whose low 24 bits are the symbol index."""
     try:
         sections = _sections(cubin)
         by_symbol: dict[int, int] = {}
@@ -93,10 +95,11 @@ def register_counts(cubin: bytes) -> dict[str, int]:
                     if record.attribute == _EIATTR_REGCOUNT and len(record.value) >= 8:
                         symbol, count = struct.unpack_from("<II", record.value)
                         by_symbol[symbol] = count
-        return {
-            s.name.removeprefix(".text."): by_symbol[s.info]
-            for s in sections
-            if s.name.startswith(".text.") and s.info in by_symbol
-        }
+        counts = {}
+        for s in sections:
+            count = by_symbol.get(s.info & 0xFFFFFF, s.info >> 24)
+            if s.name.startswith(".text.") and count:
+                counts[s.name.removeprefix(".text.")] = count
+        return counts
     except (struct.error, ValueError, IndexError, UnicodeDecodeError):
         return {}

@@ -84,3 +84,14 @@ def test_a_cupy_taskset_asks_for_cupy_answers(tmp_path: Path) -> None:
     assert found.config.language == "cupy"
     assert "**cupy**" in found.data.system_prompt and "REGISTER_BINDING" not in found.data.system_prompt
     assert "_binding.cpp" not in found.data.prompt and "kernels/my_op.cu" in found.data.prompt
+
+
+def test_a_triton_taskset_asks_for_triton_answers(tmp_path: Path) -> None:
+    source = tmp_path / "small_bias_add_relu.py"
+    source.write_text((EXAMPLES / "bias_add_relu" / "model.py").read_text().replace(*SMALL_INPUTS))
+    taskset = load_taskset(tasks=[str(source)], task={**CPU_JUDGING, "language": "triton"})
+    (found,) = [t for t in taskset if "small_bias_add_relu" in t.data.task_id]
+    assert found.config.language == "triton"
+    assert "**triton**" in found.data.system_prompt and "REGISTER_BINDING" not in found.data.system_prompt
+    assert "```python model_new.py (its @triton.jit kernels and ModelNew)" in found.data.prompt
+    assert "kernels/" not in found.data.prompt and "_binding.cpp" not in found.data.prompt
