@@ -69,6 +69,7 @@ from cuda_agent_mcp.build.triton import (
     declared_kernels,
     name_problems,
     read_report,
+    syntax_problems,
     triton_command,
     triton_version,
 )
@@ -479,6 +480,14 @@ class Builder:
                     diagnostics=refused,
                 )
             texts = {name: (staging / name).read_text(encoding="utf-8", errors="replace") for name in hashes}
+            if problems := syntax_problems(texts):
+                first = problems[0]
+                return finish(
+                    ok=False,
+                    failure="compile_error",
+                    summary=f"{first.file}:{first.line}: {first.message}",
+                    diagnostics=problems,
+                )
             declared = declared_kernels(texts)
             if CANDIDATE_FILE not in hashes or not declared:
                 return finish(

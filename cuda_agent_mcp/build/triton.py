@@ -86,6 +86,26 @@ def declared_kernels(sources: dict[str, str]) -> dict[str, tuple[str, int]]:
     return found
 
 
+def syntax_problems(sources: dict[str, str]) -> list[Diagnostic]:
+    """A module Python cannot parse, at its line: otherwise its kernels would just be missing."""
+    problems = []
+    for file, text in sorted(sources.items()):
+        try:
+            ast.parse(text)
+        except SyntaxError as exc:
+            problems.append(
+                Diagnostic(
+                    file=file,
+                    line=exc.lineno,
+                    column=exc.offset,
+                    severity="error",
+                    message=f"SyntaxError: {exc.msg}",
+                    tool="triton",
+                )
+            )
+    return problems
+
+
 def _triton_aliases(tree: ast.Module) -> dict[str, str]:
     aliases = {"triton": "triton"}
     for node in ast.walk(tree):

@@ -17,7 +17,9 @@ and each cubin beside it. Exit status 0 when nothing failed to compile, 1 when s
 Triton cannot be used here. Candidate code runs in this process, so the builder trusts nothing of the
 report but its diagnostics: kernel names come from its own reading of the sources, registers from the
 cubins. Launches that cannot be recorded (a forward that needs real data or a GPU) are a warning: their
-kernels are compiled at the evaluation's first call instead.
+kernels are compiled at the evaluation's first call instead. A launch whose arguments do not fit its
+kernel (one missing, one too many, a keyword it has no parameter for) is an error at the launch's line:
+the JIT would raise at the first call.
 
 Standard library, torch and Triton only: it runs as a script, not as part of the package.
 """
@@ -32,10 +34,12 @@ import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from types import FrameType
 from typing import Any
 
 MAX_COMPILES = 64
 GO_FILE = ".go"  # written by the builder into staging once a started-ahead process may begin
+EXTRA_POSITIONAL = "*args"  # a launch's count of positional arguments, where there are more than parameters
 _DTYPES = {
     "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int64": "i64",
     "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "uint16": "u16", "uint32": "u32",
@@ -133,15 +137,19 @@ def def_line(jit: Any) -> int:
     return start + offset
 
 
-def capture(run_model: Any) -> list[tuple[Any, dict[str, Any]]]:
-    """Run `run_model()` with every launch recorded as (JITFunction, bound arguments) and skipped."""
+def capture(run_model: Any, relative: Any) -> list[tuple[Any, dict[str, Any], tuple[str | None, int | None]]]:
+    """Run `run_model()` with every launch recorded as (JITFunction, bound arguments, the launch's
+    file and line in the workspace) and skipped. `relative` is `Report.relative`."""
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 
-    launches: list[tuple[Any, dict[str, Any]]] = []
+    launches: list[tuple[Any, dict[str, Any], tuple[str | None, int | None]]] = []
 
     def jit_run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> None:
-        launches.append((self, {**dict(zip(self.arg_names, args, strict=False)), **kwargs}))
+        bound = {**dict(zip(self.arg_names, args, strict=False)), **kwargs}
+        if len(args) > len(self.arg_names):  # checked with the rest in typed_launch
+            bound[EXTRA_POSITIONAL] = len(args)
+        launches.append((self, bound, launch_site(relative)))
 
     def tuner_run(self: Any, *args: Any, **kwargs: Any) -> None:
         for config in self.configs:  # every config: each must compile
@@ -156,11 +164,36 @@ def capture(run_model: Any) -> list[tuple[Any, dict[str, Any]]]:
     return launches
 
 
+class LaunchMismatch(TypeError):
+    """A launch whose arguments do not fit the kernel's parameters: it fails at the first call too."""
+
+
+def launch_site(relative: Any) -> tuple[str | None, int | None]:
+    """The innermost frame of the caller's stack in a workspace module: where the launch is written."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        file = relative(frame.f_code.co_filename)
+        if file is not None:
+            return file, frame.f_lineno
+        frame = frame.f_back
+    return None, None
+
+
 def typed_launch(fn: Any, bound: dict[str, Any], backend: Any) -> tuple[Any, dict[str, Any], str]:
     """(ASTSource, options, a description) of one launch, typed as Triton's JIT types it."""
     import torch
     from triton.compiler import ASTSource
 
+    if EXTRA_POSITIONAL in bound:
+        raise LaunchMismatch(
+            f"it takes {len(fn.params)} arguments but was launched with {bound[EXTRA_POSITIONAL]} positional ones"
+        )
+    known = {p.name for p in fn.params} | set(vars(backend.parse_options({})))
+    if unknown := sorted(set(bound) - known):
+        raise LaunchMismatch(
+            f"it has no parameter {', '.join(unknown)} (besides its parameters, a launch takes only options "
+            "such as num_warps and num_stages)"
+        )
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
     attrs: dict[tuple[int, ...], Any] = {}
@@ -170,7 +203,7 @@ def typed_launch(fn: Any, bound: dict[str, Any], backend: Any) -> tuple[Any, dic
         elif getattr(param, "has_default", False):
             value = param.default
         else:
-            raise TypeError(f"{fn.__name__}() is launched without a value for its parameter {param.name}")
+            raise LaunchMismatch(f"it is launched without a value for its parameter {param.name}")
         if param.is_constexpr or value is None:
             signature[param.name] = "constexpr"
             constexprs[param.name] = value
@@ -308,7 +341,7 @@ def main() -> int:
             model(*reference.get_inputs())
 
     try:
-        launches = capture(run_model)
+        launches = capture(run_model, report.relative)
         report.traced = True
     except BaseException as exc:
         report.add_exception(
@@ -323,12 +356,22 @@ def main() -> int:
     backend = make_backend(target)
     jobs: list[tuple[Any, Any, dict[str, Any], str]] = []  # (kernel, source, options, launch)
     seen: set[str] = set()
-    for fn, bound in launches:
+    failed = False
+    for fn, bound, (file, line) in launches:
+        if file is None:
+            file, line = report.relative(fn.fn.__code__.co_filename), def_line(fn)
         try:
             source, options, launch = typed_launch(fn, bound, backend)
+        except LaunchMismatch as exc:  # the first call would raise it: an error here, at the launch
+            failed = True
+            parameters = ", ".join(p.name for p in fn.params)
+            report.add("error", f"this launch of {fn.__name__}({parameters}) does not fit it: {exc}"[:1000],
+                       file, line)  # fmt: skip
+            continue
         except Exception as exc:
-            report.add("warning", f"a launch of {fn.__name__} was not compiled here: {exc}"[:1000],
-                       report.relative(fn.fn.__code__.co_filename), def_line(fn))  # fmt: skip
+            report.add(
+                "warning", f"a launch of {fn.__name__} was not compiled here: {exc}"[:1000], file, line
+            )
             continue
         if (key := f"{fn.__name__}({launch})") in seen:
             continue
@@ -349,7 +392,6 @@ def main() -> int:
     # In threads: ptxas runs as a process, and Triton releases the GIL in parts of its lowering.
     with ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
         outcomes = list(pool.map(compile_one, jobs))
-    failed = False
     for (fn, _source, _options, launch), compiled in zip(jobs, outcomes, strict=True):
         if isinstance(compiled, BaseException):
             failed = True
