@@ -1,7 +1,8 @@
 """Runs in a sandboxed child, never in the tool process: executes a KernelBench single-file solution with
 torch's extension loaders (`load_inline`, `load`) replaced by recorders, and writes what they were asked
 to build as JSON. Nothing is compiled here. Standalone on purpose: it is copied next to the solution and
-run with the interpreter alone (`python -I`), so it imports nothing of cuda_agent_mcp.
+run with the interpreter alone (`python -I`), so it imports nothing of cuda_agent_mcp. Triton solutions
+never reach it: they have nothing to extract (kernelbench_import lays them out as they are).
 
 usage: python -I _kernelbench_child.py SOLUTION.py OUT.json
 """

@@ -13,6 +13,10 @@ files the project's builder compiles and caches like any other:
 The `.cu` files include torch's headers, so they build only under the kernelbench rule set (the task's
 `torch_headers_in_cuda`). The loaders' extra flags are ignored (the project's fixed flags apply) and
 said so in the notes. Whatever the child reports is untrusted data: it is validated and size-capped.
+
+KernelBench's Triton format (the file imports `triton`: `@triton.jit` kernels launched from `ModelNew`)
+is a Triton workspace's `model_new.py` as it stands: nothing is extracted, so no child runs (the Triton
+build imports it, confined, and compiles every launch it records).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cuda_agent_mcp.executors import Executor, ProcessLimits, isolating_executor
 from cuda_agent_mcp.executors.local import scrubbed_env
+from cuda_agent_mcp.results import KernelLanguage
 from cuda_agent_mcp.tools.run import runtime_paths
 
 CHILD = Path(__file__).with_name("_kernelbench_child.py")
@@ -81,6 +86,9 @@ class KernelBenchImport(_Frozen):
 
     ok: bool
     source: str = Field(description="the solution file")
+    language: KernelLanguage = Field(
+        default="cuda", description="the workspace language the files are for: cuda (load_inline) or triton"
+    )
     message: str = Field(default="", description="why the import failed: one line the author can act on")
     files: dict[str, str] = Field(default_factory=dict, description="workspace path -> content")
     calls: list[ImportedCall] = Field(default_factory=list)
@@ -104,6 +112,8 @@ async def import_kernelbench_solution(
         tree = ast.parse(code, filename=path.name)
     except (UnicodeDecodeError, SyntaxError) as exc:
         return KernelBenchImport(ok=False, source=source, message=f"not a Python file: {exc}")
+    if imports_triton(tree):
+        return _lay_out_triton(source, code, tree)
     scratch_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kernelbench-import-", dir=scratch_root) as tmp:
         work = Path(tmp)
@@ -192,6 +202,49 @@ def _lay_out(source: str, code: str, tree: ast.Module, report: _ChildReport) -> 
             notes.append(f"{call.name}: include paths {call.include_paths} ignored")
     files["model_new.py"] = rewrite_model_new(code, sites)
     return KernelBenchImport(ok=True, source=source, files=files, calls=calls, notes=notes)
+
+
+def imports_triton(tree: ast.Module) -> bool:
+    """Whether a solution is written in Triton: it imports `triton` (or a module of it) anywhere."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "triton" for a in node.names):
+            return True
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").split(".")[0] == "triton"
+        ):
+            return True
+    return False
+
+
+def solution_language(code: str) -> KernelLanguage:
+    """The workspace language a single-file solution is imported into: triton where it imports Triton,
+    else cuda (load_inline); cuda where it is not Python (its import then says why)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return "cuda"
+    return "triton" if imports_triton(tree) else "cuda"
+
+
+def _lay_out_triton(source: str, code: str, tree: ast.Module) -> KernelBenchImport:
+    """A Triton solution is its workspace's model_new.py, unchanged."""
+
+    def failed(message: str) -> KernelBenchImport:
+        return KernelBenchImport(ok=False, source=source, language="triton", message=message)
+
+    if not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):
+        return failed("the solution defines no class ModelNew (at module level)")
+    if loader_calls(tree):
+        return failed(
+            "the solution imports Triton and also builds an extension with load_inline/load: a solution is "
+            "one kernel language, Triton kernels or a CUDA extension"
+        )
+    note = "a Triton solution: laid out as a Triton workspace's model_new.py, unchanged"
+    return KernelBenchImport(
+        ok=True, source=source, language="triton", files={"model_new.py": code}, notes=[note]
+    )
 
 
 def _lay_out_call(call: _ChildCall, name: str) -> tuple[dict[str, str], list[str]] | str:

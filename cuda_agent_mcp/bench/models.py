@@ -46,8 +46,8 @@ class SolutionSpec(_Frozen):
     language: KernelLanguage = Field(
         default="cuda",
         description="the kernel language of the solutions (workspaces: those without their own "
-        ".cuda-agent/workspace.json; policy: the language the agent writes in); KernelBench single files "
-        "are CUDA only",
+        ".cuda-agent/workspace.json; policy: the language the agent writes in; KernelBench single files: "
+        "cuda or triton, a file being triton where it imports triton, else cuda, whatever this says)",
     )
 
 
@@ -258,8 +258,8 @@ class SuiteSummary(_Frozen):
     groups: list[GroupMetrics] = Field(description="overall first, then one per level")
     languages: list[GroupMetrics] = Field(
         default_factory=list,
-        description="one group per kernel language present (`language cuda`, `language cupy`), each with "
-        "the overall figures of its rows (level-weighted geomean included)",
+        description="one group per kernel language present (`language cuda`, `language cupy`, "
+        "`language triton`), each with the overall figures of its rows (level-weighted geomean included)",
     )
     environment: dict[str, str] = Field(
         default_factory=dict, description="the judge's GPU, driver, CUDA, torch"

@@ -44,6 +44,7 @@ from cuda_agent_mcp.bench.solutions import (
     check_language,
     digest,
     find_solutions,
+    single_file_language,
     solution_language,
     workspace_files,
 )
@@ -255,11 +256,12 @@ class _Context:
         )
 
     def _language(self, path: Path | None) -> KernelLanguage:
-        """The kernel language a task's solution is built as: a workspace's own record, else the tree's
-        (docs/bench.md); UsageError where the solution's record cannot be read."""
+        """The kernel language a task's solution is built as: a workspace's own record, else the tree's; a
+        single file's own (Triton where it imports triton, else CUDA) (docs/bench.md); UsageError where
+        the solution's record cannot be read."""
         spec = self.request.solutions
         if spec.kind == "kernelbench":
-            return "cuda"
+            return single_file_language(path, spec.language) if path is not None else spec.language
         if spec.kind == "workspaces" and path is not None:
             return solution_language(path, spec.language)
         return spec.language
@@ -428,6 +430,8 @@ class _Context:
         )
         if not imported.ok:
             return None, imported.message
+        if imported.language != session.workspace.language:  # the file changed since it was read
+            return None, f"the solution is {imported.language}, its workspace {session.workspace.language}"
         kept = self.run_dir.path / "imports" / slug  # how the file was imported, for its author
         for name, text in imported.files.items():
             (kept / name).parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,8 @@ run naming, <root>/level_<L>_problem_<N>_sample_0_kernel.py.
 
 A workspace solution's kernel language is the one its `.cuda-agent/workspace.json` records (as
 `Workspace.open` reads it: no "language" field is cuda), else the tree's (`SolutionSpec.language`,
-`bench run --language`). KernelBench single files are CUDA.
+`bench run --language`). A KernelBench single file is Triton where it imports triton, else CUDA
+(load_inline).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import re
 from pathlib import Path
 
+from cuda_agent_mcp.bench.kernelbench_import import solution_language as single_file_code_language
 from cuda_agent_mcp.bench.models import SolutionSpec
 from cuda_agent_mcp.errors import UsageError
 from cuda_agent_mcp.results import KernelLanguage
@@ -72,13 +74,29 @@ def single_file_candidates(root: Path, task: Task) -> list[Path]:
     return paths
 
 
+SINGLE_FILE_LANGUAGES: tuple[KernelLanguage, ...] = ("cuda", "triton")
+
+
 def check_language(spec: SolutionSpec) -> None:
-    """KernelBench single files build a load_inline CUDA extension: there is no other language for them."""
-    if spec.kind == "kernelbench" and spec.language != "cuda":
+    """KernelBench single files are CUDA (load_inline) or Triton (@triton.jit kernels): a CuPy solution
+    needs a workspace (its kernels/*.cu beside model_new.py)."""
+    if spec.kind == "kernelbench" and spec.language not in SINGLE_FILE_LANGUAGES:
         raise UsageError(
-            f"KernelBench single-file solutions are CUDA (load_inline); --language {spec.language} is for "
-            "workspace solutions and policy runs"
+            f"KernelBench single-file solutions are CUDA (load_inline) or Triton; --language {spec.language} "
+            "is for workspace solutions and policy runs"
         )
+
+
+def single_file_language(path: Path, default: KernelLanguage) -> KernelLanguage:
+    """The kernel language of a KernelBench single file: triton where it imports triton, else cuda; the
+    tree's `default` where it cannot be read (its import then fails and says why)."""
+    try:
+        if path.is_symlink() or path.stat().st_size > MAX_FILE_BYTES:
+            return default
+        code = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return default
+    return single_file_code_language(code)
 
 
 def solution_language(directory: Path, default: KernelLanguage) -> KernelLanguage:

@@ -36,6 +36,7 @@ from cuda_agent_mcp.bench.published import RatioSummary, compare_with_published
 from cuda_agent_mcp.bench.report import write_report
 from cuda_agent_mcp.bench.rundir import read_run
 from cuda_agent_mcp.bench.selection import select_tasks
+from cuda_agent_mcp.bench.solutions import SINGLE_FILE_LANGUAGES
 from cuda_agent_mcp.bench.summary import run_directory
 from cuda_agent_mcp.build import default_cache_dir
 from cuda_agent_mcp.cli.common import describe_validation, emit_json, err, guarded, out, run
@@ -93,7 +94,10 @@ def bench_run(
         typer.Option(help="directory of solutions: workspaces by task id, or KernelBench .py files"),
     ] = None,
     format: Annotated[
-        str, typer.Option(help="workspaces, kernelbench (single-file ModelNew + load_inline), or auto")
+        str,
+        typer.Option(
+            help="workspaces, kernelbench (single-file ModelNew + load_inline, or + @triton.jit kernels), or auto"
+        ),
     ] = "auto",
     policy: Annotated[
         str | None, typer.Option(help="instead of solutions: run this agent policy per task")
@@ -106,9 +110,11 @@ def bench_run(
     language: Annotated[
         LanguageChoice,
         typer.Option(
-            help="kernel language of the solutions: cuda (nvcc, a torch extension) or cupy (NVRTC, launched "
-            "through CuPy); a workspace whose .cuda-agent/workspace.json records a language is built in "
-            "that one; a policy writes in this language; KernelBench single files are cuda only"
+            help="kernel language of the solutions: cuda (nvcc, a torch extension), cupy (NVRTC, launched "
+            "through CuPy) or triton (@triton.jit kernels in model_new.py); a workspace whose "
+            ".cuda-agent/workspace.json records a language is built in that one; a policy writes in this "
+            "language; a KernelBench single file is triton where it imports triton, else cuda (cupy is "
+            "for workspaces)"
         ),
     ] = LanguageChoice.cuda,
     tasks: TasksOption = None,
@@ -245,9 +251,10 @@ def _solution_spec(
         if not solutions.is_dir():
             _usage(f"{solutions}: no such solutions directory")
         format = "workspaces" if any(solutions.glob("**/model_new.py")) else "kernelbench"
-    if format == "kernelbench" and language != "cuda":
+    if format == "kernelbench" and language not in SINGLE_FILE_LANGUAGES:
         _usage(
-            f"KernelBench single-file solutions are CUDA (load_inline): --language {language} is for workspaces"
+            f"KernelBench single-file solutions are CUDA (load_inline) or Triton: --language {language} is "
+            "for workspaces"
         )
     # kind checked just above; language a LanguageChoice value
     return SolutionSpec(kind=format, path=str(solutions), language=language)  # type: ignore[arg-type]

@@ -68,6 +68,11 @@ def test_report_rewrites_the_files_and_checks_the_page_in_chromium(tmp_path: Pat
             ["--solutions", "{solutions}", "--format", "kernelbench", "--language", "cupy"],
             "KernelBench single-file solutions are CUDA",
         ),
+        # Triton single files are accepted: what stops this one is the rule set, not the language.
+        (
+            ["--solutions", "{solutions}", "--format", "kernelbench", "--language", "triton"],
+            "--rules kernelbench",
+        ),
         (["--solutions", "{solutions}", "--language", "fortran"], "fortran"),
     ],
 )

@@ -16,17 +16,19 @@ from cuda_agent_mcp.bench.kernelbench_import import (
     import_kernelbench_solution,
     loader_calls,
     rewrite_model_new,
+    solution_language,
 )
 from cuda_agent_mcp.bench.rules import task_under
 from cuda_agent_mcp.bench.runner import KERNELBENCH_BUILD_LIMITS
 from cuda_agent_mcp.evaluation.audit import audit_workspace
-from cuda_agent_mcp.executors import LocalExecutor
+from cuda_agent_mcp.executors import LocalExecutor, SandboxedExecutor
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import Session, compile_kernels
 from tests.conftest import EXAMPLES, REPO
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "kernelbench_style"
 SUITE = REPO / "benchmarks" / "suites" / "kernelbench_singlefile"
+TRITON_FILES = REPO / "benchmarks" / "suites" / "triton_kernelbench"
 
 
 def imported(name: str, tmp_path: Path, source: Path = FIXTURES) -> KernelBenchImport:
@@ -151,6 +153,7 @@ def test_the_suites_kernelbench_style_solutions_all_import(tmp_path: Path) -> No
         result = results[path]
         assert result.ok, f"{path.name}: {result.message}"
         assert any(name.endswith(".cu") for name in result.files), path.name
+        assert result.language == "cuda", path.name
 
 
 @pytest.mark.nvcc
@@ -179,3 +182,84 @@ def test_an_imported_solution_builds_under_the_kernelbench_rules_with_torch_head
     restore(plain, result.files)
     refused = anyio.run(lambda: compile_kernels(plain))
     assert not refused.ok and "torch/types.h: No such file" in refused.summary
+
+
+class NoChild(SandboxedExecutor):
+    """An isolating executor (so the importer uses it as it is) that fails the test if anything runs with
+    it: a Triton file needs no extraction."""
+
+    async def run(self, argv: list[str], *args: object, **kwargs: object):  # type: ignore[override]
+        raise AssertionError(f"a child ran: {argv}")
+
+
+def imported_triton(path: Path, tmp_path: Path) -> KernelBenchImport:
+    return anyio.run(
+        lambda: import_kernelbench_solution(path, executor=NoChild(), scratch_root=tmp_path / "scratch")
+    )
+
+
+def test_a_kernelbench_triton_solution_becomes_a_triton_workspaces_model_new_unchanged(
+    tmp_path: Path,
+) -> None:
+    relu = TRITON_FILES / "level1" / "19.py"
+    result = imported_triton(relu, tmp_path)
+    assert result.ok, result.message
+    assert result.language == "triton"
+    assert result.files == {"model_new.py": relu.read_text()}  # no loader to replace, no kernels/ files
+    assert result.calls == [] and any("Triton" in note for note in result.notes)
+    # Laid out in a Triton workspace, the imported file is the session's candidate and audits clean.
+    session = Session.create(
+        load_task_file(EXAMPLES / "relu" / "model.py", task_id="cpu/relu"),
+        tmp_path / "ws",
+        cache_dir=tmp_path / "cache",
+        language="triton",
+    )
+    restore(session, result.files)
+    assert (session.workspace.root / "model_new.py").read_text() == relu.read_text()
+    assert not (session.workspace.root / "kernels").exists()
+    assert audit_workspace(session.workspace.root, language="triton") == []
+
+
+def test_every_file_of_the_triton_suite_imports_as_triton(tmp_path: Path) -> None:
+    files = sorted(TRITON_FILES.glob("level*/*.py"))
+    assert len(files) >= 15
+    for path in files:
+        result = imported_triton(path, tmp_path)
+        assert (result.ok, result.language) == (True, "triton"), f"{path}: {result.message}"
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("import triton\n\nclass Model:\n    pass\n", "defines no class ModelNew"),
+        (
+            "import triton\nfrom torch.utils.cpp_extension import load_inline\n"
+            "ext = load_inline(name='x', cpp_sources='')\n\nclass ModelNew:\n    pass\n",
+            "one kernel language",
+        ),
+    ],
+)
+def test_triton_solutions_that_cannot_be_laid_out_are_refused_with_one_line(
+    tmp_path: Path, code: str, message: str
+) -> None:
+    path = tmp_path / "solution.py"
+    path.write_text(code)
+    result = imported_triton(path, tmp_path)
+    assert (result.ok, result.language) == (False, "triton")
+    assert message in result.message and "\n" not in result.message and result.files == {}
+
+
+@pytest.mark.parametrize(
+    ("code", "language"),
+    [
+        ("import triton\n", "triton"),
+        ("import triton.language as tl\n", "triton"),
+        ("from triton import jit\n", "triton"),
+        ("def f():\n    import triton\n", "triton"),
+        ("from torch.utils.cpp_extension import load_inline\n", "cuda"),
+        ("import tritonclient\nfrom .triton import x\n", "cuda"),  # another package; a relative module
+        ("class ModelNew(:\n", "cuda"),  # not Python: the import says so, as a CUDA file's would
+    ],
+)
+def test_a_single_file_is_triton_where_it_imports_triton(code: str, language: str) -> None:
+    assert solution_language(code) == language

@@ -3,6 +3,8 @@ reads as before, and run directories written before languages existed still resu
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -117,3 +119,34 @@ def test_a_run_directory_written_before_languages_existed_resumes_as_cuda(tmp_pa
     # The same tree judged as CuPy is another run.
     with pytest.raises(UsageError, match="differs in solutions"):
         RunDirectory.open(out, request(out, "cupy"), ["c1", "c2"])
+
+
+def test_triton_rows_get_their_own_group_after_cuda_and_cupy(tmp_path: Path) -> None:
+    rows = [
+        *ROWS,
+        row("t1", "triton", speedup=3.0),
+        row("t2", "triton", "incorrect", level=2, failure="compile_failed"),
+    ]
+    groups = language_groups(rows)
+    assert [g.group for g in groups] == ["language cuda", "language cupy", "language triton"]
+    triton = groups[2]
+    assert (triton.scored, triton.correct, triton.pass_rate) == (2, 1, 0.5)
+    assert triton.compile.geomean_speedup == pytest.approx(3.0)
+    out = tmp_path / "r"
+    run_dir = RunDirectory.open(out, request(out, "triton"), [r.task_id for r in rows])
+    summary = summarize(run_dir.manifest, rows, request(out, "triton").solutions, started_at=0,
+                        finished_at=1, complete=True)  # fmt: skip
+    assert summary.solutions == "workspaces in /s (triton kernels)"
+    assert [g.group for g in summary.table_groups()][-1] == "language triton"
+    console = Console(width=250, record=True)
+    console.print(summary_table(summary))
+    assert "language triton" in console.export_text()
+    write_report(out, summary, rows)
+    page = (out / "report.html").read_text()
+    assert "language triton" in page[page.index("id='summary'") : page.index("id='tasks'")]
+    table = {r["task_id"]: r["language"] for r in csv.DictReader(io.StringIO((out / "rows.csv").read_text()))}
+    assert (table["t1"], table["t2"], table["p1"], table["c1"]) == ("triton", "triton", "cupy", "cuda")
+    written = json.loads((out / "summary.json").read_text())
+    assert written["summary"]["languages"][-1]["group"] == "language triton"
+    assert written["summary"]["languages"][-1]["pass_rate"] == 0.5
+    assert request(out, "triton").identity()["solutions"]["language"] == "triton"  # type: ignore[index]

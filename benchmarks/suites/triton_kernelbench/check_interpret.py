@@ -55,6 +55,7 @@ TASKS: dict[tuple[int, int], list[dict[str, Any]]] = {
     (1, 19): [{"batch_size": 4, "dim": 300}, {"batch_size": 3, "dim": 1031}],
     (1, 21): [{"batch_size": 4, "dim": 300}, {"batch_size": 3, "dim": 1031}],
     (1, 23): [{"batch_size": 4, "dim": 300}, {"batch_size": 3, "dim": 5000}],
+    (1, 25): [{"batch_size": 4, "dim": 300}, {"batch_size": 3, "dim": 1031}],
     (1, 26): [{"batch_size": 4, "dim": 300}, {"batch_size": 3, "dim": 1031}],
     (1, 36): [
         {"batch_size": 4, "features": 8, "dim1": 16, "dim2": 16},
@@ -66,6 +67,7 @@ TASKS: dict[tuple[int, int], list[dict[str, Any]]] = {
     ],
     (1, 47): [{"batch_size": 4, "dim1": 64, "dim2": 67}, {"batch_size": 3, "dim1": 131, "dim2": 300}],
     (1, 48): [{"batch_size": 4, "dim1": 64, "dim2": 67}, {"batch_size": 3, "dim1": 131, "dim2": 300}],
+    (1, 49): [{"batch_size": 4, "dim1": 64, "dim2": 67}, {"batch_size": 3, "dim1": 131, "dim2": 300}],
     (2, 9): [
         {"batch_size": 4, "in_features": 64, "out_features": 96},
         {"batch_size": 5, "in_features": 131, "out_features": 67},
