@@ -89,6 +89,7 @@ async def run(edits: int, repeats: int, language: KernelLanguage = "cuda") -> di
         round_trip_parts.append(
             {
                 "build_s": round(built_s, 3),
+                "build_notes": [d.message for d in built.diagnostics if d.severity == "note"],
                 "verify_s": round(checked_s, 3),
                 "profile_s": round(profiled_s, 3),
                 "verify_phases_s": checked.phases_s,

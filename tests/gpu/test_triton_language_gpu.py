@@ -49,10 +49,10 @@ def test_an_autotuned_triton_gemm_passes_verify(
     assert isinstance(verdict := _verify(session), Passed), verdict
 
 
-def test_a_triton_kernel_off_by_a_thousandth_is_a_wrong_output(
-    tmp_path: Path, shared_build_cache: Path
-) -> None:
-    off = RELU_KERNEL.replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.0) + 1e-3")
+def test_a_triton_kernel_off_by_a_half_is_a_wrong_output(tmp_path: Path, shared_build_cache: Path) -> None:
+    # (Off by a thousandth is Rejected(precision_downgrade) on the H200: an error norm of 1.4e-3, within
+    # reach of reduced-precision arithmetic; a half is past any tolerance.)
+    off = RELU_KERNEL.replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.0) + 0.5")
     session = triton_session(tmp_path, shared_build_cache, model_new=triton_model_new(kernel=off))
     assert isinstance(verdict := _verify(session), WrongOutput), verdict
 
