@@ -27,6 +27,8 @@ def python_only(build: BuildResult, device: str) -> bool:
 
 def cpu_refusal(workspace: Workspace) -> str | None:
     """Why device 'cpu' cannot judge this workspace's candidate (one line), or None when it can."""
+    if workspace.language == "triton":  # Triton's kernels compile for and run on a GPU only
+        return f"this is a Triton workspace, whose @triton.jit kernels run on an NVIDIA GPU only; {CPU_SCOPE}"
     sources = [source.relpath for source in workspace.build_sources()]
     if sources:
         shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")

@@ -121,3 +121,12 @@ def test_the_judging_commands_share_their_options_with_one_name_and_one_help_tex
         helps = {c: found[name].help for c, found in options.items() if name in found}
         assert len(set(helps.values())) == 1, (name, helps)
     assert "pure-PyTorch candidates only" in (options["verify"]["--device"].help or "")
+
+
+@pytest.mark.parametrize("command", EVALUATING)
+def test_cpu_on_a_triton_workspace_is_refused_in_one_line(command: str, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    made = cuda_agent("workspace", "new", "examples/relu", str(workspace), "--language", "triton")
+    assert made.returncode == 0, made.stderr
+    line = one_line_error(cuda_agent(command, str(workspace), "--device", "cpu", "--no-audit"), 2)
+    assert "Triton workspace" in line and "NVIDIA GPU only" in line and "pure-PyTorch candidates only" in line

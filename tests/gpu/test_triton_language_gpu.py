@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cuda_agent_mcp.results import Crashed, Passed, Rejected, TimedOut, WrongOutput
+from cuda_agent_mcp.results import ContractViolation, Crashed, Passed, Rejected, TimedOut, WrongOutput
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import EvaluateRequest, Session, VerifyRequest, evaluate_kernels, verify_kernels
 from tests.conftest import REPO
@@ -69,7 +69,9 @@ def test_an_unmasked_store_past_the_output_is_refused_and_the_next_evaluation_pa
     assert unmasked != RELU_KERNEL
     session = triton_session(tmp_path, shared_build_cache, model_new=triton_model_new(kernel=unmasked))
     verdict = _verify(session, sanitize="memcheck")
-    assert isinstance(verdict, Rejected | Crashed | WrongOutput), verdict
+    # Where the stray stores land decides which check sees it first: the sanitizer, the device, the
+    # outputs (on the H200: the output's unwritten positions kept the judge's NaN poison).
+    assert isinstance(verdict, Rejected | Crashed | WrongOutput | ContractViolation), verdict
     (session.workspace.root / "model_new.py").write_text(triton_model_new())
     assert isinstance(verdict := _verify(session), Passed), verdict
 
