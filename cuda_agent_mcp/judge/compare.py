@@ -104,7 +104,8 @@ def tally(out: torch.Tensor, ref: torch.Tensor, *, atol: float, rtol: float) -> 
             finite = torch.isfinite(rd) & torch.isfinite(od)
             diff = torch.where(finite, (od - rd).abs(), 0.0)
             bad = (diff > atol + rtol * rd.abs()) & finite
-            rel = diff / rd.abs().clamp_min(1e-12)
+            # Finite positions only: a NaN or infinite reference would make the largest error NaN.
+            rel = torch.where(finite, diff / rd.abs().clamp_min(1e-12), 0.0)
             result.diff_sq += float((diff * diff).sum())
             result.ref_sq += float(torch.where(finite, rd * rd, 0.0).sum())
         else:
