@@ -220,12 +220,6 @@ class ContainerWorkerPool:
     def ready(self) -> None:
         """Nothing to wait for here: the container started ahead is waited for by the first `take`."""
 
-    def between_jobs(self, device: str) -> None:
-        """Nothing more: the next container is started when a worker is closed (`_replace`)."""
-
-    def settle(self) -> None:
-        """Nothing to wait for: a container's start touches no GPU before its worker is loaded."""
-
     def take(self) -> ContainerWorker:
         """A warm worker (waiting for the one started ahead, if it is still starting). One that died while
         it waited is replaced: its death must not be blamed on the candidate that would have come next."""

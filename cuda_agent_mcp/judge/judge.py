@@ -948,8 +948,6 @@ class Judge:
         judged against that null (judge/timing.py: `hidden_work`). On the CPU there are no events, so no
         clocks to cross-check and no null (the reward is capped at correctness there anyway)."""
         guard = self.gpu_guard if self.gpu_guard is not None and self.gpu_guard.active else None
-        with self.clock.phase("gpu_wait"):
-            self.workers.settle()  # spare workers still making their contexts: never beside the clocks
         try:
             if guard is not None:
                 with self.clock.phase("gpu_wait"):

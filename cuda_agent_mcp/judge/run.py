@@ -66,8 +66,10 @@ def run_job(
                 sanitizer=judge.sanitizer,
             )
         null = judge.start_null_worker()
-        # The null stays (idle) until the job ends: it is closed together with the candidate's worker.
         stats, out_bytes = judge.time_worker(worker, job.timeouts.call_s, null=null)
+        if null is not None:
+            null.close()
+            null = None
         kernels: KernelBreakdown | None = None
         missing = [NO_TRACE_ON_CPU] if judge.device.type != "cuda" else []
         # Traced even when the workspace compiled no kernel: then any kernel time is someone else's
@@ -77,6 +79,8 @@ def run_job(
                 kernels, missing = judge.trace_kernels(worker, job.timeouts.call_s, stats.median_ms)
             if (reason := foreign_work(kernels)) is not None:
                 raise VerdictReached(Rejected(reason="foreign_kernels", message=reason))
+        worker.close()
+        worker = None
         floor = physical_floor_ms(gpu, out_bytes)
         if floor is not None and stats.median_ms < 0.5 * floor:
             raise VerdictReached(
@@ -128,11 +132,9 @@ def run_job(
             HarnessFault(str(exc)), gpu, judge.clock.as_dict(), _judge_environment(gpu, judge)
         )
     finally:
-        started = [w for w in (worker, null) if w is not None]
-        for each in started:
-            each.begin_close()  # their exits overlap
-        for each in started:
-            each.close()
+        for started in (worker, null):
+            if started is not None:
+                started.close()
         judge.close()
         remove_shm_files(tag)
 

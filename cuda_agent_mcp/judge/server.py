@@ -45,9 +45,6 @@ from cuda_agent_mcp.wire.protocol import read_frame_body, write_frame
 # (worker_client.py: worker_env), never the judge's.
 _WORKER_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "PYTHONPATH")
 _PR_SET_DUMPABLE = 4
-# Spare workers kept warm between jobs (worker_client.py). A profile takes two at once (the candidate's
-# worker and the null) and a verify one: with three, a profile right after its verify finds two warm.
-SPARE_WORKERS = 3
 
 
 def main() -> None:
@@ -89,7 +86,6 @@ def main() -> None:
             warm_up(torch.device("cuda"))
         warm_first_uses()
         workers.ready()  # the fork server's preload too: a judge started ahead then covers all of it
-        workers.between_jobs("cuda" if gpu != "cpu" else "cpu")
         ready = ServerReady(
             gpu=gpu, torch=torch.__version__, startup_s=round(time.perf_counter() - started, 3)
         )
@@ -119,8 +115,6 @@ def main() -> None:
                 "in_judge": round(now - job_started, 4),
             }
             write_frame(reply_fd, report.model_copy(update={"phases_s": in_judge}))
-            # While the client reads the report and prepares its next job (and never during one).
-            workers.between_jobs(job.device)
     finally:
         workers.close()
         for clean_up in clean_ups:
@@ -145,7 +139,7 @@ def _worker_pool(scratch: Path, env: dict[str, str]) -> WorkerPool:
 
         return ContainerWorkerPool(scratch, env)
     start_fork_server()
-    return ForkedWorkerPool(scratch, env, spares=SPARE_WORKERS)
+    return ForkedWorkerPool(scratch, env)
 
 
 def _run_one(

@@ -18,11 +18,9 @@ import multiprocessing
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
 import weakref
-from concurrent.futures import Future
 from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -42,7 +40,6 @@ from cuda_agent_mcp.wire.protocol import (
     FrameError,
     ReleaseRequest,
     Reply,
-    WarmRequest,
     parse_reply,
     read_frame_body,
     write_frame,
@@ -62,8 +59,6 @@ LOG_TAIL_BYTES = 4000
 # torch.compile baseline's compile workers fit; a fork bomb stops here.
 MAX_WORKER_PIDS = 1024
 RELEASE_TIMEOUT_S = 2.0  # an honest worker unmaps in milliseconds
-WARM_TIMEOUT_S = 60.0
-MOST_TAKEN = 2  # workers one job takes at once: a profile's candidate worker and its null  # a spare's CUDA context (about 0.15 s on the H200)
 
 
 def worker_isolation() -> str:
@@ -120,7 +115,6 @@ class Worker:
     keep_alive: object = None
     # Whether candidate code was loaded into it (baselines and the null worker run only trusted code).
     runs_candidate: bool = False
-    _stopping: bool = False  # `begin_close` ran: released and killed, to be reaped by `close`
     log_path: Path
     _request_write: int
     _reply_read: int
@@ -154,21 +148,10 @@ class Worker:
     def close(self) -> None:
         """Kill the worker and remove what it left. A worker still alive is first asked to unmap the
         judge's buffers (see ReleaseRequest.inputs); one that does not answer at once is killed anyway."""
-        if self.alive and not self._stopping:
-            self._release()
+        if self.alive:
+            with contextlib.suppress(WorkerLost, OSError, ValueError):
+                self.request(ReleaseRequest(inputs=True), timeout_s=RELEASE_TIMEOUT_S)
         self._dispose()
-
-    def begin_close(self) -> None:
-        """`close`'s first half, for closing several workers at once: unmap and kill now, so that their
-        exits (each a CUDA context torn down, about 0.1 s on the H200) overlap; `close` then waits."""
-        if self.alive and not self._stopping:
-            self._release()
-        self._stopping = True
-        self.stop_now()
-
-    def _release(self) -> None:
-        with contextlib.suppress(WorkerLost, OSError, ValueError):
-            self.request(ReleaseRequest(inputs=True), timeout_s=RELEASE_TIMEOUT_S)
 
     def stage(self, directory: Path) -> Path:
         """Where the worker finds `directory`'s files to import (a container copies them into its view)."""
@@ -238,14 +221,6 @@ class WorkerPool(Protocol):
         """Wait until a worker can be had at once (the judge says it is ready only then)."""
         ...
 
-    def between_jobs(self, device: str) -> None:
-        """Prepare for the next job (spare workers for `device`): called only while no job runs."""
-        ...
-
-    def settle(self) -> None:
-        """Wait for whatever `between_jobs` started: called before any timing."""
-        ...
-
     def close(self) -> None: ...
 
 
@@ -270,7 +245,7 @@ class WorkerProcess(Worker):
     """One untrusted worker, forked fresh for one evaluation from the fork server, in a directory of its
     own (its working directory and log; removed on close) and with its own tag for shared-memory names."""
 
-    def __init__(self, scratch: Path, env: dict[str, str], *, caged: bool = True) -> None:
+    def __init__(self, scratch: Path, env: dict[str, str]) -> None:
         self.tag = worker_tag()
         self.directory = scratch / f"worker-{self.tag}"
         self.directory.mkdir()
@@ -299,16 +274,11 @@ class WorkerProcess(Worker):
         self._reaped = False
         self._shm_before = shm_snapshot()
         _live_workers.add(self)
+        # Everything the worker starts lands in its cgroup, so nothing it starts survives it, setsid and
+        # double forks included. It is added before it can run candidate code: the worker reads no
+        # candidate before the judge's first request, which comes after this. No cage, no worker (unless
+        # reduced isolation was asked for, which `worker_isolation` then reports).
         self.cage: PidsCgroup | None = None
-        if caged:
-            self.enter_cage()
-
-    def enter_cage(self) -> None:
-        """Everything the worker starts lands in its cgroup, so nothing it starts survives it, setsid and
-        double forks included. It is added before it can run candidate code: the worker reads no
-        candidate before the judge's load request, which comes after this (a spare is caged when it is
-        taken). No cage, no worker (unless reduced isolation was asked for, which `worker_isolation` then
-        reports)."""
         try:
             self.cage = PidsCgroup.required(f"worker-{self.tag}", max_pids=MAX_WORKER_PIDS)
             if self.cage is not None:
@@ -402,22 +372,12 @@ class WorkerProcess(Worker):
 
 class ForkedWorkerPool:
     """Hands out fresh workers, forked from the fork server: each is a new process that has never seen
-    a candidate; the torch import and interpreter start were paid once, by the fork server.
+    a candidate; the torch import and interpreter start were paid once, by the fork server. Forking
+    takes milliseconds, so nothing is started ahead of need, and no import runs beside a timed loop."""
 
-    Forking takes milliseconds, but a worker's CUDA context takes about 0.15 s (measured on the H200),
-    once for the candidate's worker and once for the null's. A long-lived judge's pool (`spares` > 0)
-    therefore keeps that many spare workers, forked and given their context between jobs
-    (`between_jobs`), never during one, so nothing starts beside a timed loop; `settle` waits for them
-    before any timing. A spare has run only the harness's code (`WarmRequest`); it is caged when taken,
-    before it is sent a candidate. While they wait, spares sit in the judge's own cgroup, where the GPU
-    guard of a peer judge recognises them as a judge's (judge/gpu_guard.py: `is_peer_judge`)."""
-
-    def __init__(self, scratch: Path, env: dict[str, str], *, spares: int = 0) -> None:
+    def __init__(self, scratch: Path, env: dict[str, str]) -> None:
         self.scratch = scratch
         self.env = env
-        self.spares = spares
-        self._lock = threading.Lock()
-        self._warming: list[tuple[Future[WorkerProcess | None], str]] = []  # (spare, device warmed for)
 
     @property
     def isolation(self) -> str:
@@ -425,55 +385,7 @@ class ForkedWorkerPool:
 
     def take(self) -> WorkerProcess:
         _season_fork_server()
-        while True:
-            with self._lock:
-                if not self._warming:
-                    break
-                # A spare already warm first; else the one started first.
-                ready = [index for index, (future, _) in enumerate(self._warming) if future.done()]
-                future, _ = self._warming.pop(ready[0] if ready else 0)
-            spare = future.result()
-            if spare is None:
-                continue
-            if spare.alive:
-                spare.enter_cage()
-                return spare
-            spare.close()  # died while it waited: the next one, or a fresh fork
         return WorkerProcess(self.scratch, self.env)
-
-    def between_jobs(self, device: str) -> None:
-        """Start the spares the next job will take, warmed for `device` (spares warmed for another device
-        are closed). Called by the judge server once a job's report is sent."""
-        if self.spares <= 0:
-            return
-        _season_fork_server()
-        with self._lock:
-            stale = [future for future, warmed in self._warming if warmed != device]
-            self._warming = [(future, warmed) for future, warmed in self._warming if warmed == device]
-            # Refilled only once fewer than the most a job takes (two) remain: a profile right after a
-            # verify then finds two warm and no spare still making its context, which it would have to
-            # wait for before timing.
-            missing = self.spares - len(self._warming) if len(self._warming) < MOST_TAKEN else 0
-        for future in stale:
-            if (spare := future.result()) is not None:
-                spare.close()
-        for _ in range(missing):
-            future = Future()
-            try:
-                spare = WorkerProcess(self.scratch, self.env, caged=False)
-            except Exception:  # no spare this time: `take` forks one when it is needed
-                break
-            with self._lock:
-                self._warming.append((future, device))
-            threading.Thread(target=_warm_spare, args=(spare, device, future), daemon=True).start()
-
-    def settle(self) -> None:
-        """Wait until every spare started between jobs has its context: before timing, so that nothing of
-        the pool's touches the GPU while the judge's clocks run."""
-        with self._lock:
-            pending = [future for future, _ in self._warming]
-        for future in pending:
-            future.result()
 
     def ready(self) -> None:
         """The fork server's preload done (measured on the H200 at 78a0e28: a cold judge's first worker
@@ -481,29 +393,7 @@ class ForkedWorkerPool:
         _season_fork_server()
 
     def close(self) -> None:
-        """Close the spares; the workers handed out are closed by whoever took them."""
-        with self._lock:
-            pending, self._warming = self._warming, []
-        for future, _ in pending:
-            if (spare := future.result()) is not None:
-                spare.close()
-
-
-def _warm_spare(spare: WorkerProcess, device: str, future: Future[WorkerProcess | None]) -> None:
-    """A spare's CUDA context, made in the spare (a thread of the judge waits for its answer); a spare
-    that fails is closed and counts as none."""
-    try:
-        reply = spare.request(WarmRequest(device=device), timeout_s=WARM_TIMEOUT_S)
-        if reply.op != "pong":
-            raise WorkerLost("protocol", f"unexpected reply {reply.op}", "")
-    except BaseException as exc:
-        # The judge's log (its stderr) says why; the job that needs a worker forks one instead.
-        print(f"judge: a spare worker could not be warmed for {device}: {exc}", file=sys.stderr)
-        with contextlib.suppress(Exception):
-            spare.close()
-        future.set_result(None)
-        return
-    future.set_result(spare)
+        """Nothing to stop: forked workers are closed by whoever took them."""
 
 
 # Workers not closed yet. multiprocessing joins its live children at exit (after this module's exit

@@ -140,15 +140,6 @@ class PingRequest(_Message):
     op: Literal["ping"] = "ping"
 
 
-class WarmRequest(_Message):
-    """Before any candidate: make this worker's CUDA context on `device` (and its L2 flush buffer), so
-    the evaluation that takes it does not wait for one. Sent only by the judge's pool to a spare worker
-    between evaluations (worker_client.py), answered with a Pong; a no-op off the GPU."""
-
-    op: Literal["warm"] = "warm"
-    device: str = Field(max_length=32)
-
-
 class ReleaseRequest(_Message):
     """The judge has copied the previous outputs: the worker may free them."""
 
@@ -162,7 +153,7 @@ class ReleaseRequest(_Message):
 
 
 Request = Annotated[
-    LoadRequest | PrepareRequest | RunRequest | ObserveRequest | PingRequest | WarmRequest | ReleaseRequest,
+    LoadRequest | PrepareRequest | RunRequest | ObserveRequest | PingRequest | ReleaseRequest,
     Field(discriminator="op"),
 ]
 

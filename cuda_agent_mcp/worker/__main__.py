@@ -33,7 +33,6 @@ from cuda_agent_mcp.wire.protocol import (
     PrepareRequest,
     Released,
     RunRequest,
-    WarmRequest,
     parse_request,
     read_frame_body,
     write_frame,
@@ -70,9 +69,6 @@ def serve(request_fd: int, reply_fd: int) -> None:
                     observe = request if isinstance(request, ObserveRequest) else None
                     write_frame(reply_fd, runner.run(observe))
             elif isinstance(request, PingRequest):
-                write_frame(reply_fd, Pong())
-            elif isinstance(request, WarmRequest):
-                runner.warm(request.device)
                 write_frame(reply_fd, Pong())
             else:
                 runner.release(inputs=request.inputs)

@@ -93,21 +93,6 @@ class Runner:
         self.echo_spin_cycles = 0
         self._cycles_per_ms: float | None = None
 
-    def warm(self, device: str) -> None:
-        """A spare's CUDA context, flush buffer and spin rate, made before any candidate exists here: what
-        `load` (or a null worker's first batch) would otherwise pay inside an evaluation."""
-        target = torch.device(device)
-        if target.type != "cuda" or not torch.cuda.is_available():
-            return
-        torch.cuda.init()
-        if target.index is None:  # set_device wants an index: the current device, as "cuda" means
-            target = torch.device("cuda", torch.cuda.current_device())
-        self.device = target
-        torch.cuda.set_device(target)
-        torch.empty(1, device=target)
-        self._prepare_flush()
-        self._spin_rate()
-
     def load(self, request: LoadRequest) -> Loaded:
         self.device = torch.device(request.device)
         # Final before the candidate exists here: soft and hard alike, so it cannot be raised again.
@@ -303,10 +288,6 @@ class Runner:
         self.kept, self.kept_refs = [], []
 
     def _prepare_flush(self) -> None:
-        made = self.flush_buffer.device if self.flush_buffer is not None else None
-        if made is not None and made.type == self.device.type and self.device.index in (None, made.index):
-            return  # made by `warm` already (on the current device, when the request names no index)
-        self.flush_buffer = None  # a spare warmed for a GPU, loaded for the CPU path
         if self.device.type == "cuda":
             l2_bytes = int(getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 64 << 20))
             self.flush_buffer = torch.empty(2 * l2_bytes // 4, dtype=torch.float32, device=self.device)
