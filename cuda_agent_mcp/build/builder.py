@@ -76,8 +76,8 @@ from cuda_agent_mcp.build.triton import (
 from cuda_agent_mcp.build.triton import OUTPUT_DIR as TRITON_OUTPUT
 from cuda_agent_mcp.build.triton import REFERENCE_NAME as TRITON_REFERENCE
 from cuda_agent_mcp.build.triton import readable_paths as triton_readable
-from cuda_agent_mcp.build.triton_warm import WAIT_S as WARM_WAIT_S
-from cuda_agent_mcp.build.triton_warm import WarmCompiles
+from cuda_agent_mcp.build.warm_compile import WAIT_S as WARM_WAIT_S
+from cuda_agent_mcp.build.warm_compile import WarmCompiles
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.executors import Executor, ProcessLimits, ProcessResult
 from cuda_agent_mcp.results import (
@@ -165,6 +165,7 @@ class Builder:
         self._readable = toolchain_readable(toolchain)
         self._nvrtc: Path | None = None
         self._warm_triton = WarmCompiles()
+        self._warm_nvrtc = WarmCompiles()
 
     @property
     def nvrtc(self) -> Path:
@@ -571,7 +572,8 @@ class Builder:
         finally:
             if warm is not None:
                 shutil.rmtree(warm.staging, ignore_errors=True)
-            self._warm_triton.after_build(argv, self._warm_staging, partial(self._run_ahead, argv, readable))
+            ahead = [*argv, "--wait", str(WARM_WAIT_S)]
+            self._warm_triton.after_build(argv, self._warm_staging, partial(self._run_ahead, ahead, readable))
 
     def _warm_staging(self) -> Path:
         staging = self.cache.staging_dir()
@@ -579,9 +581,10 @@ class Builder:
         return staging
 
     def _run_ahead(self, argv: list[str], readable: list[Path], staging: Path) -> ProcessResult:
-        """A compile started ahead, on its own thread and event loop: it waits up to WAIT_S for work."""
+        """A compile started ahead (`argv` asks it to wait up to WAIT_S for work), on its own thread and
+        event loop."""
         timeout = WARM_WAIT_S + self.limits.compile_timeout_s
-        return anyio.run(self._run, [*argv, "--wait", str(WARM_WAIT_S)], staging, readable, timeout)
+        return anyio.run(self._run, argv, staging, readable, timeout)
 
     def _triton_outcome(
         self,
@@ -686,16 +689,40 @@ class Builder:
             return await self._compile_now(unit, staging, flags)
 
     async def _compile_now(self, unit: _Unit, staging: Path, flags: BuildFlags) -> _UnitOutcome:
-        # "./" first: a file name can never be read as an option.
-        output = f"./{unit.file}.o"
-        readable = self._readable
         if unit.nvrtc:
-            argv = nvrtc_command(self.toolchain, flags, self.nvrtc, f"./{unit.file}", output)
-            readable = [*readable, *nvrtc_readable(self.nvrtc)]
-        else:
-            build = nvcc_command if unit.kind == "cu" else cxx_command
-            argv = build(self.toolchain, flags, f"./{unit.file}", output, ["."])
-        result = await self._run(argv, staging, readable, self.limits.compile_timeout_s)
+            return await self._compile_nvrtc(unit, staging, flags)
+        # "./" first: a file name can never be read as an option.
+        build = nvcc_command if unit.kind == "cu" else cxx_command
+        argv = build(self.toolchain, flags, f"./{unit.file}", f"./{unit.file}.o", ["."])
+        result = await self._run(argv, staging, self._readable, self.limits.compile_timeout_s)
+        return self._unit_outcome(unit, result, staging, self._readable)
+
+    async def _compile_nvrtc(self, unit: _Unit, staging: Path, flags: BuildFlags) -> _UnitOutcome:
+        """A CuPy workspace's source, in the NVRTC process started ahead when one waits (build/warm_compile.py:
+        its staging gets a copy of this build's), else in a fresh one."""
+        readable = [*self._readable, *nvrtc_readable(self.nvrtc)]
+        ahead = nvrtc_command(self.toolchain, flags, self.nvrtc, wait_s=WARM_WAIT_S)
+        warm = self._warm_nvrtc.take(ahead)
+        try:
+            if warm is not None:  # its start-up is paid: fill its staging and let it go
+                names = [str(p.relative_to(staging)) for p in sorted(staging.rglob("*")) if p.is_file()]
+                result = await warm.compile(staging, names, go=unit.file)
+                return self._unit_outcome(unit, result, warm.staging, readable)
+            argv = nvrtc_command(
+                self.toolchain, flags, self.nvrtc, source=f"./{unit.file}", output=f"./{unit.file}.o"
+            )
+            result = await self._run(argv, staging, readable, self.limits.compile_timeout_s)
+            return self._unit_outcome(unit, result, staging, readable)
+        finally:
+            if warm is not None:
+                shutil.rmtree(warm.staging, ignore_errors=True)
+            self._warm_nvrtc.after_build(ahead, self._warm_staging, partial(self._run_ahead, ahead, readable))
+
+    def _unit_outcome(
+        self, unit: _Unit, result: ProcessResult, staging: Path, readable: list[Path]
+    ) -> _UnitOutcome:
+        """What one unit's compile gave (its object, in `staging`, stored in the cache when it built)."""
+        output = f"./{unit.file}.o"
         tool = "nvcc" if unit.kind == "cu" else "c++"
         scope = PathScope.of(staging, readable)
         diagnostics = [

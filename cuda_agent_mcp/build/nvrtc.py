@@ -47,9 +47,17 @@ def find_nvrtc(toolchain: Toolchain) -> Path:
 
 
 def nvrtc_command(
-    toolchain: Toolchain, flags: BuildFlags, library: Path, source: str, output: str
+    toolchain: Toolchain,
+    flags: BuildFlags,
+    library: Path,
+    *,
+    source: str = "",
+    output: str = "",
+    wait_s: float | None = None,
 ) -> list[str]:
-    """The compile of one unit: the script, under the interpreter that runs the build, with fixed options."""
+    """The compile of one unit (`source` to `output`), or a compile started ahead that waits up to
+    `wait_s` for the builder to name its source (build/warm_compile.py): the script, under the
+    interpreter that runs the build, with fixed options."""
     options = [
         f"--gpu-architecture={flags.arch}",
         "--std=c++17",
@@ -60,8 +68,9 @@ def nvrtc_command(
         *(f"-I{d}" for d in toolchain.cuda_include_dirs if d.is_dir()),
         *(["--use_fast_math"] if flags.use_fast_math else []),
     ]
-    script = [sys.executable, "-I", "-S", str(COMPILE_SCRIPT), "--nvrtc", str(library), "--out", output]
-    return [*script, source, "--", *options]
+    script = [sys.executable, "-I", "-S", str(COMPILE_SCRIPT), "--nvrtc", str(library)]
+    unit = ["--wait", str(wait_s)] if wait_s is not None else ["--out", output, source]
+    return [*script, *unit, "--", *options]
 
 
 def readable_paths(library: Path) -> list[Path]:

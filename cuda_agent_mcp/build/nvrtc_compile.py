@@ -1,6 +1,12 @@
 """Compile one CUDA source to a cubin with NVRTC, in the build's view (a CuPy workspace's compiler).
 
     python -I -S .../cuda_agent_mcp/build/nvrtc_compile.py --nvrtc LIBNVRTC --out OUT.cubin SOURCE -- OPTIONS
+    python -I -S .../cuda_agent_mcp/build/nvrtc_compile.py --nvrtc LIBNVRTC --wait SECONDS -- OPTIONS
+
+The second form is a compile started ahead (build/warm_compile.py): it loads the library, writes
+`READY_FILE` and waits in its (empty) staging until the builder has filled it and written `GO_FILE`,
+which names the source; the cubin goes beside it (`SOURCE.o`). It gives up after SECONDS, or as soon as
+the process that started it is gone.
 
 NVRTC is a library, not a program, so this script is the "compiler" the build confines (`confine.py`
 execs it like nvcc): it loads libnvrtc (its builtins first, which it finds beside it), compiles the
@@ -18,6 +24,10 @@ import ctypes
 import glob
 import os
 import sys
+import time
+
+GO_FILE = ".go"  # the builder's word that staging is filled: it holds the source's path in staging
+READY_FILE = ".ready"  # this process's: the library is loaded
 
 
 def _load(library: str) -> ctypes.CDLL:
@@ -38,8 +48,7 @@ def _text(nvrtc: ctypes.CDLL, program: ctypes.c_void_p) -> str:
     return log.value.decode("utf-8", "replace")
 
 
-def compile_source(library: str, source: str, output: str, options: list[str]) -> int:
-    nvrtc = _load(library)
+def compile_source(nvrtc: ctypes.CDLL, source: str, output: str, options: list[str]) -> int:
     with open(source, "rb") as handle:
         code = handle.read()
     name = source.removeprefix("./").encode()
@@ -62,18 +71,46 @@ def compile_source(library: str, source: str, output: str, options: list[str]) -
     return 0
 
 
+def _source_named_by_go(seconds: float) -> str | None:
+    """Wait for GO_FILE; the source it names ("./" + a relative path inside staging), or None."""
+    parent, deadline = os.getppid(), time.monotonic() + seconds
+    while time.monotonic() < deadline and os.getppid() == parent:
+        if os.path.exists(GO_FILE):
+            with open(GO_FILE, encoding="utf-8") as handle:
+                name = handle.read().strip()
+            parts = name.split("/")
+            if not name or name.startswith("/") or ".." in parts or not os.path.isfile(name):
+                print(f"nvrtc: {GO_FILE} names no source in staging: {name!r}", file=sys.stderr)
+                return None
+            return "./" + name
+        time.sleep(0.002)
+    return None
+
+
 def main(arguments: list[str]) -> int:
     try:
         split = arguments.index("--")
         head, options = arguments[:split], arguments[split + 1 :]
         library = head[head.index("--nvrtc") + 1]
-        output = head[head.index("--out") + 1]
-        source = head[-1]
+        wait_s = float(head[head.index("--wait") + 1]) if "--wait" in head else None
+        output = source = ""
+        if wait_s is None:
+            output, source = head[head.index("--out") + 1], head[-1]
     except (ValueError, IndexError):
-        print("nvrtc: usage: nvrtc_compile.py --nvrtc LIB --out OUT SOURCE -- OPTIONS", file=sys.stderr)
+        print(
+            "nvrtc: usage: nvrtc_compile.py --nvrtc LIB (--out OUT SOURCE | --wait SECONDS) -- OPTIONS",
+            file=sys.stderr,
+        )
         return 2
     try:
-        return compile_source(library, source, output, options)
+        nvrtc = _load(library)
+        if wait_s is not None:
+            open(READY_FILE, "w").close()
+            named = _source_named_by_go(wait_s)
+            if named is None:
+                return 2
+            source, output = named, named + ".o"
+        return compile_source(nvrtc, source, output, options)
     except OSError as exc:
         print(f"nvrtc: {exc}", file=sys.stderr)
         return 2

@@ -48,7 +48,7 @@ from cuda_agent_mcp.tools.cpu_path import python_only
 from cuda_agent_mcp.tools.gpu import require_gpu
 from cuda_agent_mcp.tools.ncu import ncu_pass
 from cuda_agent_mcp.tools.session import Session, judge_env
-from cuda_agent_mcp.workspace import CANDIDATE_FILE, GENERATED_MODULE, REFERENCE_FILE
+from cuda_agent_mcp.workspace import CANDIDATE_FILE, REFERENCE_FILE
 
 STRICT_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
 # Honest fp32 kernels land near 1e-6 relative error norm; fp16 or TF32 rounding gives about 3e-4.
@@ -532,15 +532,8 @@ def workspace_candidate(session: Session, build: BuildResult) -> Callable[[Path]
 
 
 def candidate_python_files(session: Session) -> list[Path]:
-    """The workspace's Python files that reach the worker: regular files only (a symlink planted by a
-    `run` command would make this copy read what it points to, anywhere this process may read), never
-    the reference itself."""
-    root = session.workspace.root
-    return sorted(
-        path
-        for path in root.glob("*.py")
-        if path.name not in (REFERENCE_FILE, GENERATED_MODULE) and path.is_file() and not path.is_symlink()
-    )
+    """The workspace's Python files that reach the worker (`Workspace.python_files`)."""
+    return session.workspace.python_files()
 
 
 def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:

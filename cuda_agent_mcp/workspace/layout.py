@@ -155,16 +155,22 @@ class Workspace:
             if path.suffix in SOURCE_SUFFIXES and path.name not in self.harness_files
         ]
 
-    def python_sources(self) -> dict[str, str]:
-        """The candidate's Python modules, relpath -> sha256: what a Triton workspace's build compiles
-        and what the evaluation stages (regular files at the root, never the reference)."""
-        return {
-            path.name: _sha256(path)
-            for path in sorted(self.root.glob("*.py"))
+    def python_files(self) -> list[Path]:
+        """The candidate's Python modules: what a Triton workspace's build compiles and what the
+        evaluation stages. Regular files at the root only (a symlink planted by a `run` command would make
+        a copy read what it points to, anywhere the tool may read), never the reference or the generated
+        module."""
+        return sorted(
+            path
+            for path in self.root.glob("*.py")
             if path.name not in (REFERENCE_FILE, GENERATED_MODULE)
             and path.is_file()
             and not path.is_symlink()
-        }
+        )
+
+    def python_sources(self) -> dict[str, str]:
+        """`python_files`, name -> sha256."""
+        return {path.name: _sha256(path) for path in self.python_files()}
 
     def build_headers(self) -> dict[str, str]:
         """Local headers a translation unit may include, relpath -> sha256 (harness header excluded)."""
