@@ -404,7 +404,7 @@ def _audit(session: Session, build: BuildResult, *, torch_glue: bool = False) ->
     # KernelBench lets ModelNew keep PyTorch ops around its kernels; its other rules still hold.
     if torch_glue:
         findings = [f for f in findings if f.rule != "torch_compute"]
-    return [*findings, *reference_copies(candidate_python_files(session), session.workspace.reference_code)]
+    return [*findings, *reference_copies(session.workspace.python_files(), session.workspace.reference_code)]
 
 
 def _precision_check(session: Session, request: VerifyRequest | ProfileRequest) -> bool:
@@ -531,16 +531,10 @@ def workspace_candidate(session: Session, build: BuildResult) -> Callable[[Path]
     return lambda target: _copy_candidate(session, build, target)
 
 
-def candidate_python_files(session: Session) -> list[Path]:
-    """The workspace's Python files that reach the worker (`Workspace.python_files`)."""
-    return session.workspace.python_files()
-
-
 def _copy_candidate(session: Session, build: BuildResult, target: Path) -> None:
-    copies = {
-        f.file for f in reference_copies(candidate_python_files(session), session.workspace.reference_code)
-    }
-    for path in candidate_python_files(session):
+    modules = session.workspace.python_files()
+    copies = {f.file for f in reference_copies(modules, session.workspace.reference_code)}
+    for path in modules:
         if path.name not in copies:  # refused by the audit already; never staged even without it
             shutil.copyfile(path, target / path.name, follow_symlinks=False)
     if not (target / CANDIDATE_FILE).exists():

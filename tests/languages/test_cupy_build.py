@@ -15,7 +15,7 @@ import pytest
 from cuda_agent_mcp.errors import WorkspaceError
 from cuda_agent_mcp.evaluation.audit import audit_workspace
 from cuda_agent_mcp.tools import compile_kernels
-from cuda_agent_mcp.tools.evaluate import candidate_python_files, workspace_candidate
+from cuda_agent_mcp.tools.evaluate import workspace_candidate
 from cuda_agent_mcp.workspace import Workspace
 from tests.languages.cupy_workspaces import SIMPLE_KERNEL, cupy_session, simple_model_new
 
@@ -123,7 +123,7 @@ def test_the_evaluation_stages_the_builds_module_never_the_workspaces(tmp_path: 
     build = anyio.run(compile_kernels, session)
     forged = "FORGED = True\n"
     (session.workspace.root / "cuda_extension.py").write_text(forged)
-    assert session.workspace.root / "cuda_extension.py" not in candidate_python_files(session)
+    assert session.workspace.root / "cuda_extension.py" not in session.workspace.python_files()
     staged = tmp_path / "staged"
     staged.mkdir()
     workspace_candidate(session, build)(staged)

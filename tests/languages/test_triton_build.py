@@ -17,7 +17,7 @@ from cuda_agent_mcp.build.cubin import parameter_sizes, register_counts
 from cuda_agent_mcp.results import BuildResult
 from cuda_agent_mcp.tasks import load_task_file
 from cuda_agent_mcp.tools import Session, compile_kernels
-from cuda_agent_mcp.tools.evaluate import candidate_python_files, workspace_candidate
+from cuda_agent_mcp.tools.evaluate import workspace_candidate
 from cuda_agent_mcp.workspace import Workspace
 from tests.conftest import EXAMPLES
 from tests.languages.triton_workspaces import RELU_KERNEL, triton_model_new, triton_session
@@ -224,7 +224,7 @@ def test_the_build_writes_nothing_into_the_workspace_and_the_evaluation_stages_i
     result = build(session)
     assert result.ok, result.summary
     assert snapshot() == before and not list(root.glob("cuda_extension*"))
-    assert [p.name for p in candidate_python_files(session)] == ["model_new.py", "my_kernels.py"]
+    assert [p.name for p in session.workspace.python_files()] == ["model_new.py", "my_kernels.py"]
     staged = tmp_path / "staged"
     staged.mkdir()
     workspace_candidate(session, result)(staged)
