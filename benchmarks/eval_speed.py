@@ -49,9 +49,23 @@ async def timed(work):
     return result, seconds
 
 
-async def run(edits: int, repeats: int, language: KernelLanguage = "cuda") -> dict[str, object]:
+def task_file(work: Path, shape: tuple[int, int] | None) -> tuple[Path, str]:
+    """The benchmark's task, or the same ReLU at another shape (`--shape 16x16384`: KernelBench's size
+    before its level-1 problems were enlarged), written beside the run."""
+    if shape is None:
+        return TASK, "kernelbench/level1/19 ReLU, x 4096 x 393216 fp32"
+    text = TASK.read_text().replace("batch_size = 4096", f"batch_size = {shape[0]}")
+    path = work / "relu_task.py"
+    path.write_text(text.replace("dim = 393216", f"dim = {shape[1]}"))
+    return path, f"kernelbench/level1/19 ReLU at another shape, x {shape[0]} x {shape[1]} fp32"
+
+
+async def run(
+    edits: int, repeats: int, language: KernelLanguage = "cuda", shape: tuple[int, int] | None = None
+) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="cuda-agent-eval-bench-"))
-    task = load_task_file(TASK, task_id="kernelbench/level1/19")
+    path, described = task_file(work, shape)
+    task = load_task_file(path, task_id="kernelbench/level1/19")
     session = Session.create(task, work / "ws", cache_dir=work / "cache", language=language)
     example = EXAMPLES[language]
     if (example / "kernels").is_dir():
@@ -115,7 +129,7 @@ async def run(edits: int, repeats: int, language: KernelLanguage = "cuda") -> di
         "language": language,
         "commit": os.environ.get("BENCH_COMMIT", "unknown"),
         "gpu": first.gpu,
-        "task": "kernelbench/level1/19 ReLU, x 4096 x 393216 fp32",
+        "task": described,
         "build_s": round(build_s, 3),
         "verify_s": round(verify_s, 3),
         "verify_includes_build_check_s": True,
@@ -164,9 +178,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--language", choices=("cuda", "cupy", "triton"), default="cuda")
+    parser.add_argument("--shape", help="the ReLU's input shape as ROWSxCOLS (default 4096x393216, 6.4 GB)")
     args = parser.parse_args()
+    shape = None
+    if args.shape:
+        rows, _, cols = args.shape.partition("x")
+        if not (rows.isdigit() and cols.isdigit()):
+            parser.error(f"--shape: expected ROWSxCOLS such as 16x16384, got {args.shape!r}")
+        shape = (int(rows), int(cols))
     os.environ.setdefault("CUDA_AGENT_JUDGE_SERVICE", "off")  # this process's own judges, as documented
-    result = anyio.run(run, args.edits, args.repeats, args.language)
+    result = anyio.run(run, args.edits, args.repeats, args.language, shape)
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.write_text(text + "\n")
