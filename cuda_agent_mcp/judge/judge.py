@@ -55,8 +55,8 @@ from cuda_agent_mcp.judge.timing import (
     calls_per_batch,
     clock_problem,
     hidden_work,
-    median_rse,
     summarize,
+    timing_done,
 )
 from cuda_agent_mcp.judge.worker_client import ForkedWorkerPool, Worker, WorkerLost, WorkerPool
 from cuda_agent_mcp.results import (
@@ -1040,11 +1040,14 @@ class Judge:
                 reasons[why] += 1
             else:
                 samples.append(measured / len(sets))
-            done = len(samples) + disagreements
-            enough = len(samples) >= policy.min_samples and (
-                median_rse(samples) < policy.target_rse or time.monotonic() - started > policy.budget_s
+            undecided = (
+                null is not None
+                and not trusted
+                and len(samples) >= policy.min_samples
+                and (so_far := hidden_work(excess_ms, null_excess_ms, windows)) is not None
+                and so_far.null_too_noisy
             )
-            if enough or done >= policy.max_samples:
+            if timing_done(samples, disagreements, policy, time.monotonic() - started, undecided=undecided):
                 break
         stat = hidden_work(excess_ms, null_excess_ms, windows) if not trusted else None
         if stat is not None and stat.null_too_noisy:

@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass
 
 from cuda_agent_mcp.evaluation.datasheets import PEAK_BANDWIDTH_BYTES_PER_S
+from cuda_agent_mcp.evaluation.job import TimingPolicy
 from cuda_agent_mcp.results import TimingStats
 
 
@@ -48,6 +49,23 @@ def median_rse(samples_ms: list[float]) -> float:
         if median > 0
         else math.inf
     )
+
+
+def timing_done(
+    samples_ms: list[float], discarded: int, policy: TimingPolicy, elapsed_s: float, *, undecided: bool
+) -> bool:
+    """Whether a worker's timed batches may stop: at `max_samples` always; otherwise once there are
+    `min_samples` and the median is precise enough or the budget is spent, unless the hidden-work
+    statistic is still `undecided` (the null too scattered to see a forger, `HiddenWork.null_too_noisy`).
+    Its standard error falls as one over the square root of the batches, so sampling goes on past the
+    budget before the null's scatter is called the machine's failure: on the H200 a 1 MB ReLU's batches
+    (44 outputs shared each) scattered the null by 1.3 to 2 ms, and every profile of it was an
+    infrastructure failure after the 2 s budget's 21 batches."""
+    if len(samples_ms) + discarded >= policy.max_samples:
+        return True
+    if len(samples_ms) < policy.min_samples or undecided:
+        return False
+    return median_rse(samples_ms) < policy.target_rse or elapsed_s > policy.budget_s
 
 
 def _quantile(ordered: list[float], q: float) -> float:

@@ -36,6 +36,25 @@ def test_bundled_examples_pass_verify_profile_and_earn_a_reward(
     assert result.reward in (1.0, 2.0, 3.0)
 
 
+def test_an_honest_kernel_on_a_small_task_gets_a_timing_verdict(
+    tmp_path: Path, shared_build_cache: Path
+) -> None:
+    """KernelBench's ReLU at its size before level 1 was enlarged (16 x 16384, 1 MB). Each timed batch
+    shares 44 outputs, which scattered the null's excess by 1.3 to 2 ms on the H200: over the 2 s budget's
+    21 batches the statistic could not see a forger, and every profile was an infrastructure failure.
+    Sampling goes on until it can."""
+    small = tmp_path / "model.py"
+    reference = (EXAMPLES / "relu" / "model.py").read_text()
+    small.write_text(
+        reference.replace("batch_size = 4096", "batch_size = 16").replace("dim = 8192", "dim = 16384")
+    )
+    session = relu_session(tmp_path, shared_build_cache, task_file=small)
+    result = profile(session)
+    assert isinstance(result.verdict, Passed), result.verdict
+    assert result.candidate is not None and result.candidate.hidden_fraction is not None
+    assert result.candidate.hidden_fraction <= 0.1
+
+
 def test_an_out_of_bounds_write_is_a_cuda_error_crash(tmp_path: Path, shared_build_cache: Path) -> None:
     oob = RELU_KERNEL + launcher(
         "  relu_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x, y + (int64_t(1) << 40), n);"

@@ -45,8 +45,10 @@ def relu_session(
     kernel: str | None = None,
     model_new: str | None = None,
     binding: str | None = None,
+    task_file: Path | None = None,
 ) -> Session:
-    task = load_task_file(EXAMPLES / "relu" / "model.py", task_id="examples/relu")
+    """The ReLU example's workspace, with any of its files replaced (`task_file`: the task at another size)."""
+    task = load_task_file(task_file or EXAMPLES / "relu" / "model.py", task_id="examples/relu")
     session = Session.create(task, tmp_path / "ws", cache_dir=cache)
     kernels = session.workspace.root / "kernels"
     shutil.copytree(EXAMPLES / "relu" / "kernels", kernels, dirs_exist_ok=True)

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from cuda_agent_mcp.evaluation.job import TimingPolicy
 from cuda_agent_mcp.evaluation.reward import FAIL, milestones, reward
 from cuda_agent_mcp.judge.timing import (
     HIDDEN_FRACTION_LIMIT,
@@ -15,6 +16,7 @@ from cuda_agent_mcp.judge.timing import (
     median_rse,
     physical_floor_ms,
     summarize,
+    timing_done,
 )
 
 
@@ -78,6 +80,29 @@ def test_a_large_but_steady_null_is_the_harness_cost_and_a_scattered_one_is_flag
     assert steady is not None and not steady.null_too_noisy and not steady.rejects
     scattered = hidden_work(_noise(2.0, 3.0, 10), _noise(2.0, 3.0, 10), [5.0] * 10)
     assert scattered is not None and scattered.null_too_noisy
+
+
+def test_timing_stops_at_a_precise_median_or_the_budget_but_not_while_the_null_cannot_see_a_forger() -> None:
+    policy = TimingPolicy(min_samples=10, max_samples=100, budget_s=2.0, target_rse=0.01)
+    steady, scattered = [1.0] * 10, _noise(1.0, 0.3, 10)
+    assert not timing_done(steady[:9], 0, policy, 0.1, undecided=False)  # fewer than min_samples
+    assert timing_done(steady, 0, policy, 0.1, undecided=False)  # a precise median
+    assert not timing_done(scattered, 0, policy, 0.1, undecided=False)  # imprecise, budget left
+    assert timing_done(scattered, 0, policy, 2.5, undecided=False)  # the budget is spent
+    # The hidden-work statistic undecided: on past the budget, as far as max_samples, never further.
+    assert not timing_done(steady, 0, policy, 2.5, undecided=True)
+    assert not timing_done(steady * 9, 9, policy, 30.0, undecided=True)
+    assert timing_done(steady * 9, 10, policy, 30.0, undecided=True)
+
+
+def test_more_batches_narrow_a_scattered_null_until_it_can_judge() -> None:
+    # The H200's 1 MB ReLU: about 5 ms of excess per batch scattered by about 1.5 ms, over 1.15 ms windows.
+    def stat(batches: int):
+        return hidden_work(_noise(5.0, 1.5, batches), _noise(5.0, 1.5, batches), [1.15] * batches)
+
+    few, many = stat(21), stat(100)
+    assert few is not None and few.null_too_noisy
+    assert many is not None and not many.null_too_noisy and not many.rejects
 
 
 def test_the_limit_sits_between_honest_noise_and_a_meaningful_forgery() -> None:
