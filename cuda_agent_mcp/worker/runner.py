@@ -307,8 +307,9 @@ class Runner:
     def _poison(self, value: float, nbytes: int) -> None:
         """Fill the memory the caching allocator will hand out next, so unwritten outputs show up.
 
-        Every free block the allocator caches is taken back (by asking for exactly its size, largest
-        first, which its best-fit search answers with that block) and filled; a block of `nbytes` (the
+        Every free block the allocator caches is taken back (by asking for its size, largest first, in
+        pieces its own pool serves: `poison_requests`; the best-fit search answers with that block) and
+        filled; a block of `nbytes` (the
         batch's outputs, nothing more) is added while no free block is that large. Poisoning never runs
         the device out of memory: an allocation that fails ends the taking (the allocator has then emptied
         its cache, so the sizes read before are stale) and what was taken is filled. Once the cache holds a
@@ -358,19 +359,40 @@ def _echo(*args: Any) -> torch.Tensor:
     return tensors[0].reshape(-1)[: 1 << 20].clone() if tensors else torch.zeros(1)
 
 
+# torch's caching allocator serves requests of up to 1 MiB (kSmallSize) from its small pool (2 MiB segments)
+# and larger ones from its large pool.
+SMALL_REQUEST_BYTES = 1 << 20
+
+
 def free_block_sizes(device: torch.device) -> list[int]:
-    """Sizes of the free blocks the caching allocator holds on `device`, largest first."""
+    """The requests that take back the free blocks the caching allocator holds on `device`, largest first."""
     index = device.index if device.index is not None else torch.cuda.current_device()
-    return sorted(
-        (
-            block["size"]
-            for segment in torch.cuda.memory_snapshot()
-            if segment["device"] == index
-            for block in segment["blocks"]
-            if block["state"] == "inactive"
-        ),
-        reverse=True,
-    )
+    return poison_requests(torch.cuda.memory_snapshot(), index)
+
+
+def poison_requests(snapshot: list[dict[str, Any]], device_index: int) -> list[int]:
+    """Request sizes, largest first, that take back every free block of `snapshot` on `device_index` that
+    the allocator could hand out, each from the pool it lies in. A free block of the small pool is asked
+    for in pieces of at most 1 MiB: asked for whole (a free 2 MiB segment), the request would go to the
+    large pool and make a new segment there every batch (on the H200 a worker sharing 44 outputs of 1 MiB
+    a batch grew by 63 MB a batch, and an honest kernel was killed for its memory after about 140). A
+    free block of the large pool of at most 1 MiB is never handed out (only larger requests reach that
+    pool), so it is not asked for."""
+    sizes: list[int] = []
+    for segment in snapshot:
+        if segment["device"] != device_index:
+            continue
+        small = segment.get("segment_type") == "small"
+        for block in segment["blocks"]:
+            if block["state"] != "inactive":
+                continue
+            size = int(block["size"])
+            if small:
+                whole, rest = divmod(size, SMALL_REQUEST_BYTES)
+                sizes += [SMALL_REQUEST_BYTES] * whole + ([rest] if rest else [])
+            elif size > SMALL_REQUEST_BYTES:
+                sizes.append(size)
+    return sorted(sizes, reverse=True)
 
 
 def device_events(prof: Any) -> list[tuple[str, int, int, int]]:
