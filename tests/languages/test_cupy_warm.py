@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cuda_agent_mcp.build.nvrtc_compile import READY_FILE
+from cuda_agent_mcp.build.nvrtc_compile import GO_FILE, READY_FILE, _source_named_by_go
 from cuda_agent_mcp.results import BuildResult
 from cuda_agent_mcp.tools import compile_kernels
 from tests.languages.cupy_workspaces import SIMPLE_KERNEL, cupy_session
@@ -67,3 +67,32 @@ def test_a_one_shot_build_leaves_no_process_waiting(tmp_path: Path) -> None:
     session = cupy_session(tmp_path, cache, kernels={"relu.cu": SIMPLE_KERNEL})
     assert anyio.run(compile_kernels, session).ok
     assert not _waiting(cache)
+
+
+@pytest.mark.parametrize(
+    "named", ["../outside.cu", "/etc/passwd", "kernels/../../outside.cu", "", "missing.cu"]
+)
+def test_a_process_started_ahead_compiles_only_a_source_inside_its_staging(
+    named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The GO file is the builder's, but the process trusts nothing it reads: a name that leaves staging, or
+    # names nothing there, ends it without compiling.
+    staging = tmp_path / "staging"
+    (staging / "kernels").mkdir(parents=True)
+    (staging / "kernels" / "relu.cu").write_text(SIMPLE_KERNEL)
+    (tmp_path / "outside.cu").write_text(SIMPLE_KERNEL)
+    monkeypatch.chdir(staging)
+    (staging / GO_FILE).write_text(named)
+    assert _source_named_by_go(1.0) is None
+    assert "names no source in staging" in capsys.readouterr().err
+
+
+def test_a_process_started_ahead_compiles_the_source_its_go_file_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "relu.cu").write_text(SIMPLE_KERNEL)
+    monkeypatch.chdir(tmp_path)
+    assert _source_named_by_go(0.05) is None  # no GO file yet: it waits, then gives up
+    (tmp_path / GO_FILE).write_text("kernels/relu.cu\n")
+    assert _source_named_by_go(1.0) == "./kernels/relu.cu"
