@@ -87,11 +87,14 @@ step repeats "${REPEATS_LIMIT:-100}" python3 benchmarks/reward_repeats.py --repe
   --out "$OUT/reward_repeats.json"
 
 # 4. Unless QUICK=1 (a session short of GPU time): the red team's timing attacks, the judge as a uid with
-#    no passwd entry measuring baselines, and the round trip after an edit.
+#    no passwd entry measuring baselines, the round trip after an edit, and an honest kernel on a small task.
 if [ "${QUICK:-0}" != 1 ]; then
   step redteam 200 python3 -m pytest -m gpu tests/redteam/test_timing.py tests/gpu/test_judge_user_gpu.py \
     -q -p no:cacheprovider --timeout 150 -rfE
   step eval_speed 120 python3 benchmarks/eval_speed.py --edits 2 --repeats 1 --out "$OUT/eval_speed.json"
+  # A small task (1 MB, 44 calls a batch): its profiles were infrastructure failures, then memory verdicts.
+  step small_task 150 python3 -m pytest -m gpu tests/gpu/test_evaluation_gpu.py -k small_task \
+    -q -p no:cacheprovider --timeout 140 -rfE
 fi
 
 echo "acceptance at $BENCH_COMMIT: $((SECONDS - started)) s, $([ $failed = 0 ] && echo passed || echo FAILED)" | tee -a "$SUMMARY"
