@@ -307,10 +307,10 @@ class Runner:
     def _poison(self, value: float, nbytes: int) -> None:
         """Fill the memory the caching allocator will hand out next, so unwritten outputs show up.
 
-        Every free block the allocator caches is taken back (by asking for its size, largest first, in
-        pieces its own pool serves: `poison_requests`; the best-fit search answers with that block) and
-        filled; a block of `nbytes` (the
-        batch's outputs, nothing more) is added while no free block is that large. Poisoning never runs
+        Every free block the allocator caches is taken back (asked for by size, largest first, in pieces
+        its own pool serves: `poison_requests`; the best-fit search answers with that block) and filled;
+        a block of `nbytes` (the batch's outputs, nothing more) is added while no free block is that
+        large. Poisoning never runs
         the device out of memory: an allocation that fails ends the taking (the allocator has then emptied
         its cache, so the sizes read before are stale) and what was taken is filled. Once the cache holds a
         block as large as the outputs, poisoning allocates nothing new: asking for fresh device memory on
@@ -376,8 +376,9 @@ def poison_requests(snapshot: list[dict[str, Any]], device_index: int) -> list[i
     for in pieces of at most 1 MiB: asked for whole (a free 2 MiB segment), the request would go to the
     large pool and make a new segment there every batch (on the H200 a worker sharing 44 outputs of 1 MiB
     a batch grew by 63 MB a batch, and an honest kernel was killed for its memory after about 140). A
-    free block of the large pool of at most 1 MiB is never handed out (only larger requests reach that
-    pool), so it is not asked for."""
+    free block of the large pool of at most 1 MiB is not handed out as it is (only larger requests reach
+    that pool), and no request could take it back (one of its size goes to the small pool, as it did
+    before), so it is not asked for."""
     sizes: list[int] = []
     for segment in snapshot:
         if segment["device"] != device_index:
