@@ -6,7 +6,9 @@ Google-style docstrings), and asks `get_reward()` for the reward. The tool metho
 tool registry when the factory is built: one per tool of the preset, with the policy's arguments as
 keyword parameters and their limits in the docstring (transformers' schemas cannot carry them; the
 arguments are validated against them all the same). A reward of None is how TRL is told to ignore a
-rollout: that is what an infrastructure failure returns.
+rollout: that is what an infrastructure failure returns. `untimed_reward` is for rule sets where nothing
+can be timed (a CPU judge, cuda_agent_mcp/training/rules.py): a candidate that verified earns it instead
+of FAIL.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ OVER = "The episode is over: the workspace was evaluated."
 class TrlKernelEnvironment:
     """One episode per instance, over `KernelEnv`. `environment_class` adds the tool methods."""
 
-    def __init__(self, env: KernelEnv) -> None:
+    def __init__(self, env: KernelEnv, untimed_reward: float | None = None) -> None:
         self._env = env
+        self._untimed_reward = untimed_reward
         self._final: StepResult | None = None
 
     def reset(self, **row: object) -> str:
@@ -46,7 +49,12 @@ class TrlKernelEnvironment:
         None when the environment failed, so TRL leaves the rollout out."""
         if self._final is None:
             self._final = await self._env.step(ToolCall(name=SUBMIT))
-        return None if self._final.info.mask else self._final.reward
+        info = self._final.info
+        if info.mask:
+            return None
+        if self._untimed_reward is not None and info.verify_ok and info.speedup_vs_eager is None:
+            return self._untimed_reward
+        return self._final.reward
 
     async def _step(self, name: str, arguments: dict[str, Any]) -> str:
         if self._final is not None:
@@ -64,6 +72,16 @@ def environment_class(tools: list[str]) -> type[TrlKernelEnvironment]:
         raise ValueError(f"tools {clashes} would hide TRL's own methods")
     methods = {name: _tool_method(ACTIONS[name]) for name in tools}
     return type("TrlKernelEnvironment", (TrlKernelEnvironment,), methods)
+
+
+def environment_tools(instance: TrlKernelEnvironment) -> list[Callable[..., Awaitable[str]]]:
+    """The bound tool methods GRPOTrainer offers the model, in its order (public functions of the class
+    by name, `reset` and `get_reward` left out): what its chat template renders in the system turn."""
+    return [
+        getattr(instance, name)
+        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
 
 
 def _tool_method(action: Action) -> Callable[..., Awaitable[str]]:
@@ -86,6 +104,7 @@ def trl_environment(
     schedule: RewardSchedule = "milestones",
     max_turns: int | None = None,
     root: Path | None = None,
+    untimed_reward: float | None = None,
 ) -> Callable[[], TrlKernelEnvironment]:
     """The `environment_factory` for GRPOTrainer: each call makes a fresh environment whose tools are the
     preset's (the agent loop's and `KernelEnv`'s)."""
@@ -103,7 +122,8 @@ def trl_environment(
                 schedule=schedule,
                 max_turns=max_turns,
                 root=directory,
-            )
+            ),
+            untimed_reward,
         )
 
     return factory

@@ -108,6 +108,9 @@ class KernelEnv:
         self.episode: Episode | None = None
         self.done = False
         self._episodes = 0
+        # The last call's full result (a BuildResult, EvalResult, ...): for front-ends that report where
+        # an episode's time went (benchmarks/rollout_throughput.py); the policy never sees it.
+        self.last_step: Step | None = None
 
     @property
     def max_turns(self) -> int:
@@ -161,6 +164,7 @@ class KernelEnv:
         episode.counters.turn += 1
         arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
         step = await episode.call(call.name, arguments)
+        self.last_step = step
         if step.ends is not None:
             self.done = True
             return StepResult(
@@ -197,6 +201,7 @@ class KernelEnv:
         self.done = True
         submit = ACTIONS[SUBMIT]
         final = await episode.run(submit, submit.args(), final=True)
+        self.last_step = final
         info = self._info(final)
         if not final.infra_error:
             info.end_reason = limit

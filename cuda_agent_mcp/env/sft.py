@@ -37,6 +37,9 @@ def judge_trajectory(trajectory: Trajectory, policy: FilterPolicy) -> str | None
         return "unfinished (no end record)"
     if end.best is None or end.best.reward is None or end.best.reward <= policy.min_reward:
         return f"best reward {end.best.reward if end.best else None} not above {policy.min_reward}"
+    unanswered = _unanswered_calls(trajectory.conversation())
+    if unanswered:
+        return f"{unanswered} tool calls have no tool message answering them (written before answers were recorded)"
     if not policy.allow_invalid_calls and end.invalid_calls:
         return f"{end.invalid_calls} invalid tool calls"
     if policy.drop_infra_errors and any(r.infra_error for r in trajectory.tools):
@@ -46,6 +49,20 @@ def judge_trajectory(trajectory: Trajectory, policy: FilterPolicy) -> str | None
     if looped:
         return f"redundant loop: {looped[0]} repeated on the same code"
     return None
+
+
+def _unanswered_calls(messages: list[dict[str, object]]) -> int:
+    """Tool calls no later tool message answers: a chat template would render them as an assistant
+    talking to itself, so the row would teach the wrong format."""
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    calls = [
+        call.get("id")
+        for m in messages
+        if m.get("role") == "assistant"
+        for call in (m.get("tool_calls") or [])  # type: ignore[attr-defined]
+        if isinstance(call, dict)
+    ]
+    return sum(1 for call_id in calls if call_id not in answered)
 
 
 def export_sft(paths: Iterable[Path], out: Path, policy: FilterPolicy | None = None) -> list[Verdict]:
