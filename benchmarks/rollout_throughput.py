@@ -67,7 +67,8 @@ def main() -> None:
     args = parser.parse_args()
     rules = RULE_SETS["gpu"]
     tokenizer = add_response_schema(AutoTokenizer.from_pretrained(args.policy))
-    model = AutoModelForCausalLM.from_pretrained(args.policy).to("cuda" if torch.cuda.is_available() else "cpu").eval()
+    # On the CPU: the judge refuses to time beside another process's GPU context (see training/grpo.py).
+    model = AutoModelForCausalLM.from_pretrained(args.policy).eval()
     prompt = conversations("gpu", args.work / "prompt", tokenizer)[0].turns[0][0]
     task = rules.task_file(args.work / "tasks")
     catalog = TaskCatalog([task], include_bundled=False)

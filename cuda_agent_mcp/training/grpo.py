@@ -47,7 +47,6 @@ class GrpoReport(BaseModel):
 
 
 def _trainer(policy: Path, rules: RuleSetName, out: Path, settings: GrpoSettings, max_steps: int, callbacks: list[Any], envs: str):  # type: ignore[no-untyped-def]
-    import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
@@ -63,7 +62,6 @@ def _trainer(policy: Path, rules: RuleSetName, out: Path, settings: GrpoSettings
     )
     batch = settings.num_generations * settings.groups_per_step
     rows = [{"prompt": [{"role": "user", "content": INSTRUCTION}], "task_id": rule_set.task_id}] * (batch * (max_steps + 1))
-    on_gpu = torch.cuda.is_available() and rule_set.settings.device == "cuda"
     args = GRPOConfig(
         output_dir=str(out / "checkpoints"),
         max_steps=max_steps,
@@ -82,7 +80,10 @@ def _trainer(policy: Path, rules: RuleSetName, out: Path, settings: GrpoSettings
         report_to="none",
         seed=settings.seed,
         data_seed=settings.seed,
-        use_cpu=not on_gpu,
+        # The policy trains on the CPU: the judge times candidates only on a GPU no other process uses
+        # (it refuses next to foreign work), so a trainer sharing one GPU with it would mask every
+        # rollout. A real run gives the judge GPUs of its own (docs/training.md).
+        use_cpu=True,
         bf16=False,
         shuffle_dataset=False,
         lr_scheduler_type="constant",

@@ -38,7 +38,6 @@ def _load_rows(path: Path) -> list[dict[str, object]]:
 
 def run_rft(policy: Path, trajectories: list[Path], out: Path, steps: int = 3, learning_rate: float = 1e-3, seed: int = 0) -> RftReport:
     """Export, then `steps` SFT steps from `policy`; the model is saved in out/model."""
-    import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
@@ -60,7 +59,7 @@ def run_rft(policy: Path, trajectories: list[Path], out: Path, steps: int = 3, l
         save_strategy="no",
         report_to="none",
         seed=seed,
-        use_cpu=not torch.cuda.is_available(),
+        use_cpu=True,  # beside the judge's GPU, as in grpo.py
         bf16=False,
         max_length=None,
         assistant_only_loss=True,  # the paper's Eq. 2: the policy's actions, not the observations

@@ -201,9 +201,9 @@ def build_tiny_policy(
     model = new_model(spec, len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
     pairs = [pair for example in examples for pair in _encode(tokenizer, example)]
     log(f"warm-up: {len(pairs)} turns of {len(examples)} answers, sequences of {max(len(p) + len(r) for p, r in pairs)} tokens")
-    device = "cuda" if torch.cuda.is_available() else "cpu"  # the warm-up is the same computation either way
-    model.to(device)
-    ids, labels, mask = (t.to(device) for t in _batch(pairs, tokenizer.pad_token_id))
+    # On the CPU even where a GPU is: a CUDA context in this process would stay for its life, and the
+    # judge refuses to time next to another process's GPU work (fail closed).
+    ids, labels, mask = _batch(pairs, tokenizer.pad_token_id)
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=0.0)
     first_prompt = examples[0].turns[0][0]
     max_new = max(len(r) for _, r in pairs) + 16
@@ -227,7 +227,7 @@ def build_tiny_policy(
             known = (counts["right"] + counts["wrong"]) / settings.samples
             if known >= settings.min_well_formed and counts["right"] > 0 and counts["wrong"] > 0:
                 break
-    save(model.to("cpu"), tokenizer, out)
+    save(model, tokenizer, out)
     report = WarmupReport(
         rules=rules,
         steps=step,
