@@ -46,7 +46,15 @@ class GrpoReport(BaseModel):
     episodes: int
 
 
-def _trainer(policy: Path, rules: RuleSetName, out: Path, settings: GrpoSettings, max_steps: int, callbacks: list[Any], envs: str):  # type: ignore[no-untyped-def]
+def _trainer(
+    policy: Path,
+    rules: RuleSetName,
+    out: Path,
+    settings: GrpoSettings,
+    max_steps: int,
+    callbacks: list[Any],
+    envs: str,
+) -> Any:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
@@ -61,7 +69,9 @@ def _trainer(policy: Path, rules: RuleSetName, out: Path, settings: GrpoSettings
         root=out / envs,
     )
     batch = settings.num_generations * settings.groups_per_step
-    rows = [{"prompt": [{"role": "user", "content": INSTRUCTION}], "task_id": rule_set.task_id}] * (batch * (max_steps + 1))
+    rows = [{"prompt": [{"role": "user", "content": INSTRUCTION}], "task_id": rule_set.task_id}] * (
+        batch * (max_steps + 1)
+    )
     args = GRPOConfig(
         output_dir=str(out / "checkpoints"),
         max_steps=max_steps,
@@ -118,7 +128,10 @@ def _weight_tracker():  # type: ignore[no-untyped-def]
             self._started = time.monotonic()
 
         def on_step_end(self, args, state, control, model=None, **kwargs):  # type: ignore[no-untyped-def]
-            squared = sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(model.parameters(), self._before, strict=True))
+            squared = sum(
+                float((p.detach() - b).pow(2).sum())
+                for p, b in zip(model.parameters(), self._before, strict=True)
+            )
             self.changes[state.global_step] = squared**0.5
             self.seconds[state.global_step] = time.monotonic() - self._started
 
@@ -165,4 +178,6 @@ def run_grpo(policy: Path, rules: RuleSetName, out: Path, settings: GrpoSettings
         resumed_from = str(checkpoint)
     checkpoints = sorted(p.name for p in (out / "checkpoints").glob("checkpoint-*"))
     episodes = settings.num_generations * settings.groups_per_step * len(records)
-    return GrpoReport(rules=rules, steps=records, resumed_from=resumed_from, checkpoints=checkpoints, episodes=episodes)
+    return GrpoReport(
+        rules=rules, steps=records, resumed_from=resumed_from, checkpoints=checkpoints, episodes=episodes
+    )

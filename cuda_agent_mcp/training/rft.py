@@ -20,7 +20,9 @@ class RftReport(BaseModel):
     weight_change: float
 
 
-def export_rows(trajectories: list[Path], out: Path, policy: FilterPolicy | None = None) -> tuple[int, dict[str, str]]:
+def export_rows(
+    trajectories: list[Path], out: Path, policy: FilterPolicy | None = None
+) -> tuple[int, dict[str, str]]:
     """`trajectories export`: the kept rows in `out`; the dropped trajectories with their reasons."""
     verdicts = export_sft(trajectories, out, policy)
     return sum(v.kept for v in verdicts), {v.path: v.reason for v in verdicts if not v.kept}
@@ -36,7 +38,14 @@ def _load_rows(path: Path) -> list[dict[str, object]]:
     return rows
 
 
-def run_rft(policy: Path, trajectories: list[Path], out: Path, steps: int = 3, learning_rate: float = 1e-3, seed: int = 0) -> RftReport:
+def run_rft(
+    policy: Path,
+    trajectories: list[Path],
+    out: Path,
+    steps: int = 3,
+    learning_rate: float = 1e-3,
+    seed: int = 0,
+) -> RftReport:
     """Export, then `steps` SFT steps from `policy`; the model is saved in out/model."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -73,8 +82,19 @@ def run_rft(policy: Path, trajectories: list[Path], out: Path, steps: int = 3, l
     )
     trainer.train()
     trainer.save_model(str(out / "model"))
-    change = sum(float((p.detach().cpu() - b.cpu()).pow(2).sum()) for p, b in zip(model.parameters(), before, strict=True)) ** 0.5
+    change = (
+        sum(
+            float((p.detach().cpu() - b.cpu()).pow(2).sum())
+            for p, b in zip(model.parameters(), before, strict=True)
+        )
+        ** 0.5
+    )
     losses = [float(e["loss"]) for e in trainer.state.log_history if "loss" in e]
     return RftReport(
-        trajectories=len(trajectories), rows=kept, dropped=dropped, steps=trainer.state.global_step, losses=losses, weight_change=change
+        trajectories=len(trajectories),
+        rows=kept,
+        dropped=dropped,
+        steps=trainer.state.global_step,
+        losses=losses,
+        weight_change=change,
     )

@@ -79,19 +79,29 @@ def run_smoke(
     seconds: dict[str, float] = {}
     started = time.monotonic()
     log(f"rules: {config.rules} ({RULE_SETS[config.rules].summary})")
-    warmup = build_tiny_policy(out / "policy", config.rules, out / "warmup", config.policy, config.warmup, log)
+    warmup = build_tiny_policy(
+        out / "policy", config.rules, out / "warmup", config.policy, config.warmup, log
+    )
     seconds["warmup"] = time.monotonic() - started
-    log(f"tiny policy: {warmup.parameters} parameters, {warmup.steps} SFT steps, sampled answers right {warmup.right}/{warmup.samples}, wrong {warmup.wrong}, other {warmup.other}")
+    log(
+        f"tiny policy: {warmup.parameters} parameters, {warmup.steps} SFT steps, sampled answers right {warmup.right}/{warmup.samples}, wrong {warmup.wrong}, other {warmup.other}"
+    )
     started = time.monotonic()
     grpo = run_grpo(out / "policy", config.rules, out / "grpo", config.grpo)
     seconds["grpo"] = time.monotonic() - started
     for step in grpo.steps:
-        log(f"GRPO step {step.step}: reward {step.reward_mean:+.3f} ± {step.reward_std:.3f}, groups with spread {step.groups_with_spread:.2f}, grad norm {step.grad_norm:.4f}, weights moved {step.weight_change:.4f}")
+        log(
+            f"GRPO step {step.step}: reward {step.reward_mean:+.3f} ± {step.reward_std:.3f}, groups with spread {step.groups_with_spread:.2f}, grad norm {step.grad_norm:.4f}, weights moved {step.weight_change:.4f}"
+        )
     started = time.monotonic()
     found = trajectories if trajectories is not None else sorted(REPO.glob(COMMITTED_TRAJECTORIES))
-    rft = run_rft(out / "policy", found, out / "rft", config.rft_steps, config.rft_learning_rate, config.grpo.seed)
+    rft = run_rft(
+        out / "policy", found, out / "rft", config.rft_steps, config.rft_learning_rate, config.grpo.seed
+    )
     seconds["rft"] = time.monotonic() - started
-    log(f"RFT: {rft.rows} rows from {rft.trajectories} trajectories, {rft.steps} steps, losses {[round(x, 3) for x in rft.losses]}")
+    log(
+        f"RFT: {rft.rows} rows from {rft.trajectories} trajectories, {rft.steps} steps, losses {[round(x, 3) for x in rft.losses]}"
+    )
     report = SmokeReport(
         rules=config.rules,
         rules_summary=RULE_SETS[config.rules].summary,

@@ -72,14 +72,22 @@ def _render(tokenizer: Any, messages: list[dict[str, Any]], **options: Any) -> s
     from trl.chat_template_utils import get_training_chat_template
 
     template = get_training_chat_template(tokenizer)
-    return str(tokenizer.apply_chat_template(messages, tokenize=False, chat_template=template, **CHAT_KWARGS, **options))
+    return str(
+        tokenizer.apply_chat_template(
+            messages, tokenize=False, chat_template=template, **CHAT_KWARGS, **options
+        )
+    )
 
 
 def _tool_suffix(tokenizer: Any, tool_messages: list[dict[str, str]]) -> str:
     """The text TRL appends after a completion that called tools (as `_get_tool_suffix_ids` makes it)."""
-    dummy = [
+    dummy: list[dict[str, Any]] = [
         {"role": "user", "content": "dummy"},
-        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "x", "arguments": {}}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": "x", "arguments": {}}}],
+        },
     ]
     prefix = _render(tokenizer, dummy)
     full = _render(tokenizer, dummy + tool_messages, add_generation_prompt=True)
@@ -88,7 +96,9 @@ def _tool_suffix(tokenizer: Any, tool_messages: list[dict[str, str]]) -> str:
     return str(full[cut:])
 
 
-async def _conversation(env: TrlKernelEnvironment, renderer: Any, task_id: str, answer: Answer) -> Conversation:
+async def _conversation(
+    env: TrlKernelEnvironment, renderer: Any, task_id: str, answer: Answer
+) -> Conversation:
     observation = env.reset(task_id=task_id)
     messages = [{"role": "user", "content": INSTRUCTION + observation}]
     tools = environment_tools(env)
@@ -120,14 +130,21 @@ def conversations(rules: RuleSetName, workdir: Path, renderer: Any) -> list[Conv
 def corpus(examples: list[Conversation]) -> list[str]:
     """What the tokenizer learns from: the warm-up conversations and the project's kernels and guides."""
     texts = [prompt + response for example in examples for prompt, response in example.turns]
-    for pattern in ("examples/*/kernels/*", "examples/*/*.py", "cuda_agent_mcp/workspace/pristine/**/SKILL.md"):
+    for pattern in (
+        "examples/*/kernels/*",
+        "examples/*/*.py",
+        "cuda_agent_mcp/workspace/pristine/**/SKILL.md",
+    ):
         texts += [path.read_text() for path in sorted(REPO.glob(pattern)) if path.is_file()]
     return texts
 
 
 def _encode(tokenizer: Any, example: Conversation) -> list[tuple[list[int], list[int]]]:
     return [
-        (tokenizer(prompt, add_special_tokens=False)["input_ids"], tokenizer(response, add_special_tokens=False)["input_ids"])
+        (
+            tokenizer(prompt, add_special_tokens=False)["input_ids"],
+            tokenizer(response, add_special_tokens=False)["input_ids"],
+        )
         for prompt, response in example.turns
     ]
 
@@ -147,12 +164,16 @@ def _batch(pairs: list[tuple[list[int], list[int]]], pad: int):  # type: ignore[
     return ids, labels, mask
 
 
-def sample_first_answers(model: Any, tokenizer: Any, prompt: str, rules: RuleSetName, settings: WarmupSettings, max_new: int) -> dict[str, int]:
+def sample_first_answers(
+    model: Any, tokenizer: Any, prompt: str, rules: RuleSetName, settings: WarmupSettings, max_new: int
+) -> dict[str, int]:
     """Sample first answers and sort them into right, wrong and other (a malformed or unknown answer)."""
     import torch
     from trl.chat_template_utils import parse_response
 
-    prompt_ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"].to(model.device)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"].to(
+        model.device
+    )
     model.eval()
     with torch.no_grad():
         out = model.generate(
@@ -195,12 +216,16 @@ def build_tiny_policy(
     settings = settings or WarmupSettings()
     random.seed(spec.seed)
     torch.manual_seed(spec.seed)
-    renderer = train_tokenizer(["bootstrap"], spec.model_copy(update={"vocab_size": 300}))  # renders text only
+    renderer = train_tokenizer(
+        ["bootstrap"], spec.model_copy(update={"vocab_size": 300})
+    )  # renders text only
     examples = conversations(rules, workdir, renderer)
     tokenizer = add_response_schema(train_tokenizer(corpus(examples) * 4, spec))
     model = new_model(spec, len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id)
     pairs = [pair for example in examples for pair in _encode(tokenizer, example)]
-    log(f"warm-up: {len(pairs)} turns of {len(examples)} answers, sequences of {max(len(p) + len(r) for p, r in pairs)} tokens")
+    log(
+        f"warm-up: {len(pairs)} turns of {len(examples)} answers, sequences of {max(len(p) + len(r) for p, r in pairs)} tokens"
+    )
     # On the CPU even where a GPU is: a CUDA context in this process would stay for its life, and the
     # judge refuses to time next to another process's GPU work (fail closed).
     ids, labels, mask = _batch(pairs, tokenizer.pad_token_id)
@@ -219,7 +244,7 @@ def build_tiny_policy(
         optimizer.step()
         optimizer.zero_grad()
         step += 1
-        loss_value = float(loss)
+        loss_value = float(loss.detach())
         if step % settings.check_every == 0 or step == settings.steps:
             counts = sample_first_answers(model, tokenizer, first_prompt, rules, settings, max_new)
             checks.append({"step": step, "loss": round(loss_value, 4), **counts})

@@ -27,10 +27,15 @@ def main() -> int:
     parser.add_argument("--config", type=Path, default=HERE / "recipe" / "smoke_cpu.yaml")
     parser.add_argument("--out", type=Path, default=None, help="run directory (default: a new temporary one)")
     parser.add_argument(
-        "--trajectories", type=Path, nargs="+", default=None,
+        "--trajectories",
+        type=Path,
+        nargs="+",
+        default=None,
         help="agent-loop trajectories for the RFT stage (default: the committed H200 ones)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object (the report) and nothing else")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object (the report) and nothing else"
+    )
     options = parser.parse_args()
     try:
         from cuda_agent_mcp.training.smoke import SmokeConfig, run_smoke
@@ -43,7 +48,11 @@ def main() -> int:
         print(f"error: cannot read {options.config}: {exc}", file=sys.stderr)
         return 2
     out = options.out or Path(tempfile.mkdtemp(prefix="cuda-agent-smoke-"))
-    log = (lambda line: print(line, file=sys.stderr, flush=True)) if options.json else (lambda line: print(line, flush=True))
+    log = (
+        (lambda line: print(line, file=sys.stderr, flush=True))
+        if options.json
+        else (lambda line: print(line, flush=True))
+    )
     try:
         report = run_smoke(config, out, options.trajectories, log=log)
     except Exception as exc:  # one line, never a traceback: the run directory keeps what was done
@@ -56,7 +65,10 @@ def main() -> int:
     if options.json:
         print(json.dumps({**report.model_dump(mode="json"), "ok": report.ok, "out": str(out)}))
     else:
-        print(f"{'trained' if report.ok else 'FAILED'}: {out}/smoke.json" + "".join(f"\n  problem: {p}" for p in report.problems))
+        print(
+            f"{'trained' if report.ok else 'FAILED'}: {out}/smoke.json"
+            + "".join(f"\n  problem: {p}" for p in report.problems)
+        )
     return 0 if report.ok else 1
 
 
