@@ -33,7 +33,9 @@ from cuda_agent_mcp.training.rules import RULE_SETS  # noqa: E402
 from cuda_agent_mcp.training.warmup import conversations  # noqa: E402
 
 
-def sample_answers(model, tokenizer, prompt: str, count: int, temperature: float, max_new: int) -> tuple[list[dict[str, str]], float]:  # type: ignore[no-untyped-def]
+def sample_answers(
+    model, tokenizer, prompt: str, count: int, temperature: float, max_new: int
+) -> tuple[list[dict[str, str]], float]:  # type: ignore[no-untyped-def]
     """`count` first answers in one batch (the files their write_file calls write), and the seconds it took."""
     import torch
     from trl.chat_template_utils import parse_response
@@ -41,7 +43,15 @@ def sample_answers(model, tokenizer, prompt: str, count: int, temperature: float
     started = time.monotonic()
     ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
     with torch.no_grad():
-        out = model.generate(ids, do_sample=True, temperature=temperature, max_new_tokens=max_new, num_return_sequences=count, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+        out = model.generate(
+            ids,
+            do_sample=True,
+            temperature=temperature,
+            max_new_tokens=max_new,
+            num_return_sequences=count,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
     answers = []
     for row in out[:, ids.shape[1] :].tolist():
         row = row[: row.index(tokenizer.eos_token_id) + 1] if tokenizer.eos_token_id in row else row
@@ -108,7 +118,8 @@ def main() -> None:
                 "build_s": phases.get("build", 0.0),
                 "verify_s": getattr(verify, "wall_s", 0.0) or 0.0,
                 "profile_s": getattr(profile, "wall_s", 0.0) or 0.0,
-                "gpu_wait_s": phases.get("gpu_wait", 0.0) + ((getattr(profile, "phases_s", {}) or {}).get("gpu_wait", 0.0)),
+                "gpu_wait_s": phases.get("gpu_wait", 0.0)
+                + ((getattr(profile, "phases_s", {}) or {}).get("gpu_wait", 0.0)),
             }
         )
         env.dispose()
@@ -130,7 +141,10 @@ def main() -> None:
 
     elapsed = anyio.run(run)
     total = sum(float(e["wall_s"]) for e in episodes)  # type: ignore[arg-type]
-    share = {k: round(sum(float(e[k]) for e in episodes) / total, 4) for k in ("writes_s", "build_s", "verify_s", "profile_s", "gpu_wait_s")}  # type: ignore[arg-type]
+    share = {
+        k: round(sum(float(e[k]) for e in episodes) / total, 4)
+        for k in ("writes_s", "build_s", "verify_s", "profile_s", "gpu_wait_s")
+    }  # type: ignore[arg-type]
     summary = {
         "commit": os.environ.get("BENCH_COMMIT", "unknown"),
         "machine": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
