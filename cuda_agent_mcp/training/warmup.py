@@ -130,9 +130,11 @@ def conversations(rules: RuleSetName, workdir: Path, renderer: Any) -> list[Conv
 def corpus(examples: list[Conversation]) -> list[str]:
     """What the tokenizer learns from: the warm-up conversations and the project's kernels and guides."""
     texts = [prompt + response for example in examples for prompt, response in example.turns]
+    # Fixed files only (not examples/rl/, which changes with the code): the tokenizer, and with it the
+    # whole run, stays the same from one commit to the next unless the kernels or the guides change.
     for pattern in (
         "examples/*/kernels/*",
-        "examples/*/*.py",
+        "examples/*/model*.py",
         "cuda_agent_mcp/workspace/pristine/**/SKILL.md",
     ):
         texts += [path.read_text() for path in sorted(REPO.glob(pattern)) if path.is_file()]

@@ -73,3 +73,18 @@ def test_the_recipes_trl_stages_load_in_their_trainers_configs(path: Path) -> No
     if recipe["stage"] == "single_turn_grpo":
         assert (args.epsilon, args.epsilon_high, args.beta) == (0.2, 0.28, 0.0)
         assert recipe["tools"] == ["write_file"]  # single turn: no execution feedback
+
+
+def test_the_tokenizer_is_the_same_from_one_run_to_the_next(tmp_path: Path) -> None:
+    """Every seed is fixed and the corpus is fixed files: the tokenizer (and so the token ids the policy
+    learns) does not depend on the run."""
+    from cuda_agent_mcp.training.tiny_policy import TinyPolicySpec, train_tokenizer
+    from cuda_agent_mcp.training.warmup import conversations, corpus
+
+    spec = TinyPolicySpec(vocab_size=1024)
+    renderer = train_tokenizer(["bootstrap"], spec.model_copy(update={"vocab_size": 300}))
+    texts = [corpus(conversations("cpu-pure-pytorch", tmp_path / name, renderer)) for name in ("a", "b")]
+    assert texts[0] == texts[1]
+    first, second = (train_tokenizer(t, spec).get_vocab() for t in texts)
+    assert first == second
+    assert {"<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>"} <= set(first)

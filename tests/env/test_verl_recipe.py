@@ -213,6 +213,7 @@ def test_verls_tool_registry_builds_our_tools_from_the_recipes_path(
         tool.name: tool.settings.device for tool in tools if tool.name in ("verify", "profile", "evaluate")
     }
     assert judged == {"verify": "cuda", "profile": "cuda", "evaluate": "cuda"}  # the cluster's settings
+    assert {tool.max_turns for tool in tools} == {150}  # the environment's budget is the paper's too
 
 
 @pytest.fixture
