@@ -31,40 +31,7 @@ from cuda_agent_mcp.env.kernel_env import KernelEnv, ToolCall  # noqa: E402
 from cuda_agent_mcp.tasks import TaskCatalog  # noqa: E402
 from cuda_agent_mcp.training.answers import classify  # noqa: E402
 from cuda_agent_mcp.training.rules import RULE_SETS  # noqa: E402
-from cuda_agent_mcp.training.warmup import conversations  # noqa: E402
-
-
-def sample_answers(
-    model, tokenizer, prompt: str, count: int, temperature: float, max_new: int
-) -> tuple[list[dict[str, str]], float]:  # type: ignore[no-untyped-def]
-    """`count` first answers in one batch (the files their write_file calls write), and the seconds it took."""
-    import torch
-    from trl.chat_template_utils import parse_response
-
-    started = time.monotonic()
-    ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
-    with torch.no_grad():
-        out = model.generate(
-            ids,
-            do_sample=True,
-            temperature=temperature,
-            max_new_tokens=max_new,
-            num_return_sequences=count,
-            pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-        )
-    answers = []
-    for row in out[:, ids.shape[1] :].tolist():
-        row = row[: row.index(tokenizer.eos_token_id) + 1] if tokenizer.eos_token_id in row else row
-        message = parse_response(tokenizer, row, prefix=ids[0].tolist())
-        files = {}
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", {})
-            arguments = function.get("arguments") or {}
-            if function.get("name") == "write_file" and isinstance(arguments, dict):
-                files[str(arguments.get("path"))] = str(arguments.get("content"))
-        answers.append(files)
-    return answers, time.monotonic() - started
+from cuda_agent_mcp.training.warmup import conversations, sample_written_files  # noqa: E402
 
 
 def main() -> None:
@@ -90,7 +57,9 @@ def main() -> None:
     episodes: list[dict[str, object]] = []
     # The answers are sampled before the clock starts (one batch, on the CPU), so the figure is the
     # environment's cost; the sampling time is reported beside it.
-    answers, policy_s = sample_answers(model, tokenizer, prompt, args.episodes + 1, args.temperature, 3072)
+    sampling_started = time.monotonic()
+    answers = sample_written_files(model, tokenizer, prompt, args.episodes + 1, args.temperature, 3072)
+    policy_s = time.monotonic() - sampling_started
 
     async def episode(index: int) -> None:
         env = KernelEnv(catalog=catalog, settings=rules.settings, root=args.work / f"env-{index}")

@@ -10,8 +10,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from cuda_agent_mcp.adapters.trl import trl_environment
-from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.training.rules import RULE_SETS, RuleSetName
 from cuda_agent_mcp.training.warmup import CHAT_KWARGS, INSTRUCTION
 
@@ -61,13 +59,7 @@ def _trainer(
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     rule_set = RULE_SETS[rules]
-    task = rule_set.task_file(out / "tasks")
-    factory = trl_environment(
-        catalog=TaskCatalog([task], include_bundled=False),
-        settings=rule_set.settings,
-        untimed_reward=rule_set.untimed_reward,
-        root=out / envs,
-    )
+    factory = rule_set.trl_environment(out / "tasks", out / envs)
     batch = settings.num_generations * settings.groups_per_step
     rows = [{"prompt": [{"role": "user", "content": INSTRUCTION}], "task_id": rule_set.task_id}] * (
         batch * (max_steps + 1)

@@ -10,12 +10,15 @@ trained under it learns nothing about kernels; its name says so wherever it is u
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuda_agent_mcp.adapters.trl import TrlKernelEnvironment, trl_environment
 from cuda_agent_mcp.agent.actions import EnvironmentSettings
+from cuda_agent_mcp.tasks import TaskCatalog
 
 RuleSetName = Literal["cpu-pure-pytorch", "gpu"]
 
@@ -47,6 +50,16 @@ class RuleSet(BaseModel):
         path = directory / "relu.py"
         path.write_text(source)
         return path
+
+    def trl_environment(self, tasks: Path, root: Path) -> Callable[[], TrlKernelEnvironment]:
+        """The `environment_factory` of a run under these rules: the smoke task (written into `tasks`),
+        these judging settings and untimed reward, one workspace directory per environment under `root`."""
+        return trl_environment(
+            catalog=TaskCatalog([self.task_file(tasks)], include_bundled=False),
+            settings=self.settings,
+            untimed_reward=self.untimed_reward,
+            root=root,
+        )
 
 
 RULE_SETS: dict[RuleSetName, RuleSet] = {

@@ -17,8 +17,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 
-from cuda_agent_mcp.adapters.trl import TrlKernelEnvironment, environment_tools, trl_environment
-from cuda_agent_mcp.tasks import TaskCatalog
+from cuda_agent_mcp.adapters.trl import TrlKernelEnvironment, environment_tools
 from cuda_agent_mcp.training.answers import Answer, answers, classify
 from cuda_agent_mcp.training.rules import RULE_SETS, RuleSetName
 from cuda_agent_mcp.training.tiny_policy import TinyPolicySpec, new_model, save, train_tokenizer
@@ -113,13 +112,7 @@ async def _conversation(
 def conversations(rules: RuleSetName, workdir: Path, renderer: Any) -> list[Conversation]:
     """The warm-up conversations, through the real environment (its task text and tool responses)."""
     rule_set = RULE_SETS[rules]
-    task = rule_set.task_file(workdir / "tasks")
-    factory = trl_environment(
-        catalog=TaskCatalog([task], include_bundled=False),
-        settings=rule_set.settings,
-        untimed_reward=rule_set.untimed_reward,
-        root=workdir / "warmup-envs",
-    )
+    factory = rule_set.trl_environment(workdir / "tasks", workdir / "warmup-envs")
 
     async def make() -> list[Conversation]:
         return [await _conversation(factory(), renderer, rule_set.task_id, a) for a in answers(rules)]
@@ -166,29 +159,31 @@ def _batch(pairs: list[tuple[list[int], list[int]]], pad: int):  # type: ignore[
     return ids, labels, mask
 
 
-def sample_first_answers(
-    model: Any, tokenizer: Any, prompt: str, rules: RuleSetName, settings: WarmupSettings, max_new: int
-) -> dict[str, int]:
-    """Sample first answers and sort them into right, wrong and other (a malformed or unknown answer)."""
+def sample_written_files(
+    model: Any, tokenizer: Any, prompt: str, count: int, temperature: float, max_new: int
+) -> list[dict[str, str]]:
+    """`count` first answers sampled in one batch, each as the files its `write_file` calls write, parsed
+    as GRPOTrainer parses them (TRL's `parse_response`; a malformed answer writes nothing)."""
     import torch
     from trl.chat_template_utils import parse_response
 
     prompt_ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"].to(
         model.device
     )
+    training = model.training
     model.eval()
     with torch.no_grad():
         out = model.generate(
             prompt_ids,
             do_sample=True,
-            temperature=settings.temperature,
+            temperature=temperature,
             max_new_tokens=max_new,
-            num_return_sequences=settings.samples,
+            num_return_sequences=count,
             pad_token_id=tokenizer.pad_token_id,
             eos_token_id=tokenizer.eos_token_id,
         )
-    model.train()
-    counts = {"right": 0, "wrong": 0, "other": 0}
+    model.train(training)
+    answers = []
     for row in out[:, prompt_ids.shape[1] :].tolist():
         ids = row[: row.index(tokenizer.eos_token_id) + 1] if tokenizer.eos_token_id in row else row
         message = parse_response(tokenizer, ids, prefix=prompt_ids[0].tolist())
@@ -198,6 +193,18 @@ def sample_first_answers(
             arguments = function.get("arguments") or {}
             if function.get("name") == "write_file" and isinstance(arguments, dict):
                 files[str(arguments.get("path"))] = str(arguments.get("content"))
+        answers.append(files)
+    return answers
+
+
+def sample_first_answers(
+    model: Any, tokenizer: Any, prompt: str, rules: RuleSetName, settings: WarmupSettings, max_new: int
+) -> dict[str, int]:
+    """Sample first answers and sort them into right, wrong and other (a malformed or unknown answer)."""
+    counts = {"right": 0, "wrong": 0, "other": 0}
+    for files in sample_written_files(
+        model, tokenizer, prompt, settings.samples, settings.temperature, max_new
+    ):
         counts[classify(files, rules)] += 1
     return counts
 
