@@ -8,6 +8,9 @@ the preset's budgets, consecutive invalid calls, a persisting infrastructure fai
 one, for callers written before the split) and info. An episode a limit ends is evaluated as its
 workspace stands, unless the infrastructure failed (then the reward is 0 and `mask` is set). Each step
 counts as a turn. The final reward comes from the named schedule; steps before it are worth 0.
+
+On device 'cuda' every episode leases its GPU from one scheduler (`scheduler`, or else the one the running
+event loop shares, `tools/gpu.py`), so the rollouts a trainer runs at once never time over each other.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ from cuda_agent_mcp.agent.loop import task_prompt
 from cuda_agent_mcp.agent.policy import PolicyPreset, load_policy
 from cuda_agent_mcp.errors import UsageError
 from cuda_agent_mcp.evaluation.reward import RewardSchedule
+from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import Task, TaskCatalog
 from cuda_agent_mcp.tools import Session
+from cuda_agent_mcp.tools.gpu import shared_gpu_scheduler
 
 
 class ToolCall(BaseModel):
@@ -93,6 +98,7 @@ class KernelEnv:
         max_turns: int | None = None,
         infra_retries: int | None = None,
         root: Path | None = None,
+        scheduler: GpuScheduler | None = None,
     ) -> None:
         self.catalog = catalog or TaskCatalog.from_environment()
         self.settings = settings or EnvironmentSettings()
@@ -104,6 +110,7 @@ class KernelEnv:
         self.budgets = budgets.model_copy(update={"max_turns": max_turns}) if max_turns else budgets
         self._own_root = root is None
         self.root = root or Path(tempfile.mkdtemp(prefix="cuda-agent-env-"))
+        self.scheduler = scheduler
         self.session: Session | None = None
         self.episode: Episode | None = None
         self.done = False
@@ -160,6 +167,7 @@ class KernelEnv:
 
     async def step(self, call: ToolCall | dict[str, Any]) -> StepResult:
         episode = self._active()
+        self._lease_gpus_from_scheduler()
         call = call if isinstance(call, ToolCall) else ToolCall.model_validate(call)
         episode.counters.turn += 1
         arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
@@ -188,6 +196,13 @@ class KernelEnv:
             shutil.rmtree(self.root, ignore_errors=True)
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _lease_gpus_from_scheduler(self) -> None:
+        """Attach the shared scheduler on the first step (it belongs to the event loop the steps run in,
+        which `start` may not run in: TRL resets from its own thread)."""
+        session = self.session
+        if session is not None and session.scheduler is None and self.settings.device == "cuda":
+            session.scheduler = self.scheduler or shared_gpu_scheduler()
 
     def _active(self) -> Episode:
         if self.episode is None:

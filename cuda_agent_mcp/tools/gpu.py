@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
+from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,6 +72,23 @@ def visible_gpu_scheduler() -> GpuScheduler | None:
     best-of-N run shares between its sessions, so timed work never overlaps on a GPU."""
     gpus = [g.index for g in gpu_specs().gpus]
     return GpuScheduler(gpus) if gpus else None
+
+
+# Keyed by event loop: a scheduler serves one loop (its waiters are that loop's events).
+_SHARED_SCHEDULERS: WeakKeyDictionary[object, GpuScheduler | None] = WeakKeyDictionary()
+
+
+def shared_gpu_scheduler() -> GpuScheduler | None:
+    """The scheduler over this machine's GPUs that everything in the running event loop shares, made on
+    first use (None without a GPU). For callers that are not told which scheduler to use, such as each
+    `KernelEnv` a trainer makes: two sessions that each lease nothing would time over each other's work."""
+    try:
+        loop: object = asyncio.get_running_loop()
+    except RuntimeError:  # another async backend (trio): one scheduler per thread that runs it
+        loop = threading.current_thread()
+    if loop not in _SHARED_SCHEDULERS:
+        _SHARED_SCHEDULERS[loop] = visible_gpu_scheduler()
+    return _SHARED_SCHEDULERS[loop]
 
 
 # The NVIDIA driver's control node (Linux), or the GPU paravirtualisation device of WSL 2.

@@ -10,8 +10,10 @@ import pytest
 
 import cuda_agent_mcp.env.scoring as scoring_module
 import cuda_agent_mcp.tools.catalogue as catalogue_module
+import cuda_agent_mcp.tools.gpu as gpu_module
 from cuda_agent_mcp.env import KernelEnv, Solution, ToolCall, score_batch
 from cuda_agent_mcp.errors import UsageError
+from cuda_agent_mcp.executors.scheduler import GpuScheduler
 from cuda_agent_mcp.tasks import TaskCatalog
 from cuda_agent_mcp.tools import JudgeFailed
 from tests.agent.conftest import CORRECT, CPU, KERNELS, SMALL_INPUTS, WRONG
@@ -68,6 +70,40 @@ def test_an_episode_steps_through_the_tool_layer_and_ends_on_submit(catalog, tmp
     assert final.reward == -1.0
     with pytest.raises(UsageError, match="episode is over"):
         anyio.run(lambda: env.step({"name": "list_files"}))
+
+
+def test_episodes_in_one_event_loop_lease_the_gpu_from_one_scheduler(
+    catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rollouts a trainer runs at once must not time over each other: on device 'cuda' every KernelEnv
+    session gets the running loop's scheduler; another loop (another trainer) gets its own; a scheduler
+    given to the environment wins; on the CPU nothing is leased."""
+    made: list[GpuScheduler] = []
+    monkeypatch.setattr(
+        gpu_module, "visible_gpu_scheduler", lambda: made.append(GpuScheduler([0])) or made[-1]
+    )
+    on_gpu = CPU.model_copy(update={"device": "cuda"})
+    given = GpuScheduler([0])
+
+    def envs() -> list[KernelEnv]:
+        return [
+            KernelEnv(catalog=catalog, settings=on_gpu, root=tmp_path / "a"),
+            KernelEnv(catalog=catalog, settings=on_gpu, root=tmp_path / "b"),
+            KernelEnv(catalog=catalog, settings=on_gpu, root=tmp_path / "c", scheduler=given),
+            KernelEnv(catalog=catalog, settings=CPU, root=tmp_path / "d"),
+        ]
+
+    async def first_steps(batch: list[KernelEnv]) -> list[GpuScheduler | None]:
+        for env in batch:
+            env.start(catalog.list()[0].id)
+            step = await env.step({"name": "list_files"})
+            assert step.info.valid and not step.done
+        return [env.session.scheduler if env.session else None for env in batch]
+
+    first = anyio.run(first_steps, envs())
+    second = anyio.run(first_steps, envs())
+    assert first[0] is first[1] is made[0] and first[2] is given and first[3] is None
+    assert second[0] is second[1] is made[1] and second[2] is given and len(made) == 2
 
 
 def test_a_wrong_kernel_is_the_models_failure_and_the_turn_budget_forces_a_final_evaluation(

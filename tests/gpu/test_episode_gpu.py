@@ -69,3 +69,28 @@ def test_an_episode_on_the_gpu_ends_on_evaluate_with_the_judges_reward(
     reason, truncated, reward, verified = front_end(tmp_path, shared_build_cache)
     assert (reason, truncated, verified) == ("evaluated", False, True)
     assert reward is not None and reward >= 1.0  # verified and timed: at least the "correct" milestone
+
+
+def test_episodes_run_at_once_share_the_gpu_and_each_is_timed(tmp_path: Path) -> None:
+    """What a trainer does: several KernelEnv rollouts in one event loop. They lease the GPU from one
+    scheduler, so no profile is refused for another episode's work on the GPU (found at 7c58dce)."""
+    catalog = TaskCatalog([EXAMPLE / "model.py"], include_bundled=False)
+    envs = [KernelEnv(catalog=catalog, settings=ON_GPU, root=tmp_path / f"env-{i}") for i in range(3)]
+    steps: list[Any] = [None] * len(envs)
+
+    async def episode(index: int) -> None:
+        env = envs[index]
+        env.start(catalog.list()[0].id)
+        for name, arguments in CALLS:
+            steps[index] = await env.step({"name": name, "arguments": arguments})
+
+    async def all_at_once() -> None:
+        async with anyio.create_task_group() as group:
+            for index in range(len(envs)):
+                group.start_soon(episode, index)
+
+    anyio.run(all_at_once)
+    assert len({id(env.session.scheduler) for env in envs if env.session is not None}) == 1
+    for step in steps:
+        assert step.terminated and not step.info.mask, step.info
+        assert step.info.verify_ok and step.info.speedup_vs_eager is not None, step.observation
