@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from cuda_agent_mcp.training.rules import RULE_SETS, RuleSetName
 from cuda_agent_mcp.training.warmup import CHAT_KWARGS, INSTRUCTION
+from cuda_agent_mcp.training.weights import l2_change, snapshot
 
 
 class GrpoSettings(BaseModel):
@@ -105,26 +106,21 @@ def _weight_tracker():  # type: ignore[no-untyped-def]
     """A callback recording, per optimizer step, the L2 norm of the change of all weights."""
     import time
 
-    import torch
     from transformers import TrainerCallback
 
     class WeightTracker(TrainerCallback):
         def __init__(self) -> None:
             self.changes: dict[int, float] = {}
             self.seconds: dict[int, float] = {}
-            self._before: list[torch.Tensor] = []
+            self._before: list[Any] = []
             self._started = 0.0
 
         def on_step_begin(self, args, state, control, model=None, **kwargs):  # type: ignore[no-untyped-def]
-            self._before = [p.detach().clone() for p in model.parameters()]
+            self._before = snapshot(model)
             self._started = time.monotonic()
 
         def on_step_end(self, args, state, control, model=None, **kwargs):  # type: ignore[no-untyped-def]
-            squared = sum(
-                float((p.detach() - b).pow(2).sum())
-                for p, b in zip(model.parameters(), self._before, strict=True)
-            )
-            self.changes[state.global_step] = squared**0.5
+            self.changes[state.global_step] = l2_change(model, self._before)
             self.seconds[state.global_step] = time.monotonic() - self._started
 
     return WeightTracker()

@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from cuda_agent_mcp.env.sft import FilterPolicy, export_sft
+from cuda_agent_mcp.training.weights import l2_change, snapshot
 
 
 class RftReport(BaseModel):
@@ -56,7 +57,7 @@ def run_rft(
     if kept == 0:
         raise ValueError(f"no trajectory was kept for fine-tuning: {dropped}")
     model = AutoModelForCausalLM.from_pretrained(policy)
-    before = [p.detach().clone() for p in model.parameters()]
+    before = snapshot(model)
     args = SFTConfig(
         output_dir=str(out / "rft"),
         max_steps=steps,
@@ -82,13 +83,7 @@ def run_rft(
     )
     trainer.train()
     trainer.save_model(str(out / "model"))
-    change = (
-        sum(
-            float((p.detach().cpu() - b.cpu()).pow(2).sum())
-            for p, b in zip(model.parameters(), before, strict=True)
-        )
-        ** 0.5
-    )
+    change = l2_change(model, before)
     losses = [float(e["loss"]) for e in trainer.state.log_history if "loss" in e]
     return RftReport(
         trajectories=len(trajectories),

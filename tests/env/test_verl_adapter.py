@@ -14,6 +14,7 @@ from cuda_agent_mcp.adapters.verl import VerlKernelTool, compute_score
 from cuda_agent_mcp.agent import load_policy
 from tests.agent.conftest import CORRECT, KERNELS, SMALL_INPUTS
 from tests.conftest import EXAMPLES
+from tests.env.verl_calls import call_tool
 
 pytestmark = pytest.mark.nvcc
 
@@ -35,14 +36,9 @@ def test_a_trajectory_through_verl_tools_ends_with_the_evaluation_reward(tmp_pat
     tool_rewards: list[float] = []
 
     async def call(name: str, arguments: dict) -> str:
-        tool = tools[name]
-        instance, _ = await tool.create(create_kwargs={"task_id": str(task)})
-        try:
-            response, reward, _ = await tool.execute(instance, arguments, agent_data=agent)
-        finally:
-            await tool.release(instance)
+        text, reward = await call_tool(tools[name], {"task_id": str(task)}, arguments, agent)
         tool_rewards.append(reward)
-        return response.text or ""
+        return text
 
     async def trajectory() -> list[str]:
         texts = [await call("write_file", {"path": p, "content": c}) for p, c in files.items()]

@@ -37,6 +37,7 @@ from cuda_agent_mcp.agent import load_policy
 from cuda_agent_mcp.evaluation.reward import FAIL
 from tests.agent.conftest import CORRECT, KERNELS, SMALL_INPUTS
 from tests.conftest import EXAMPLES, REPO
+from tests.env.verl_calls import call_tool
 
 RECIPE = REPO / "examples" / "rl" / "recipe" / "verl"
 TOOLS_YAML = REPO / "examples" / "rl" / "verl_tools.yaml"
@@ -241,15 +242,10 @@ def test_a_trajectory_through_the_tools_verl_loaded_earns_the_recipes_reward(
     tool_rewards: list[float] = []
 
     async def call(name: str, arguments: dict[str, Any]) -> str:
-        # verl 0.9.1 ToolAgentLoop._call_tool for a BaseTool: create, execute, release per call.
-        tool = by_name[name]
-        instance, _ = await tool.create(create_kwargs=tools_kwargs[name]["create_kwargs"])
-        try:
-            response, reward, _ = await tool.execute(instance, arguments, agent_data=agent_data)
-        finally:
-            await tool.release(instance)
+        create_kwargs = tools_kwargs[name]["create_kwargs"]
+        text, reward = await call_tool(by_name[name], create_kwargs, arguments, agent_data)
         tool_rewards.append(reward)
-        return response.text or ""
+        return text
 
     files = {"model_new.py": CORRECT, **{f"kernels/{p.name}": p.read_text() for p in KERNELS.iterdir()}}
 
