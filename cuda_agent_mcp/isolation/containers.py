@@ -3,7 +3,8 @@
     image from sandbox/Dockerfile, network_mode=none, read-only root, tmpfs /tmp (size-limited),
     pids_limit, memory and CPU limits, cap_drop=ALL, no-new-privileges, a non-root user,
     the working directory bound read-write, the paths the caller declares bound read-only,
-    a GPU device request for exactly the assigned GPU (none for compiles)
+    exactly the assigned GPU (none for compiles): a device request to NVIDIA's container toolkit, or
+    without it that GPU's device nodes and the driver's libraries (`isolation/gpu_access.py`)
 
 Paths keep their host names inside the container, so command lines, diagnostics and cache keys are the
 same on every backend. Nothing else of the host is visible: not the evaluator's sources, not other
@@ -25,6 +26,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuda_agent_mcp.errors import ExecutorUnavailable
+from cuda_agent_mcp.isolation.gpu_access import (
+    DeviceAccess,
+    GpuAccessUnavailable,
+    GpuPath,
+    device_access,
+    requested_path,
+)
 from cuda_agent_mcp.isolation.uids import chown_tree
 
 DEFAULT_IMAGE = "cuda-agent-sandbox:latest"
@@ -55,6 +63,16 @@ class DockerSettings(BaseModel):
     gpu: str | None = Field(
         default=None, description="the one GPU (index or UUID) a command sees; None: no GPU"
     )
+    gpu_devices: DeviceAccess | None = Field(
+        default=None,
+        description="the toolkit-free path: these nodes and driver libraries; None: a device request",
+    )
+
+    @property
+    def gpu_path(self) -> GpuPath | None:
+        if self.gpu is None:
+            return None
+        return "devices" if self.gpu_devices is not None else "toolkit"
 
     @classmethod
     def from_env(cls) -> DockerSettings:
@@ -121,11 +139,66 @@ def container_options(
         "labels": {_LABEL: "1"},
         "detach": True,
     }
-    if settings.gpu is not None:
+    if settings.gpu_devices is not None and settings.gpu is not None:
+        access = settings.gpu_devices
+        options["devices"] = [f"{node}:{node}:rwm" for node in access.nodes]
+        options["mounts"] = [
+            docker.types.Mount(target=str(lib.path), source=str(lib.source), type="bind", read_only=True)
+            for lib in access.libraries
+        ]
+        # The image's loader cache does not know the bound libraries; their folders come first.
+        folders = [*access.library_folders, *filter(None, env.get("LD_LIBRARY_PATH", "").split(":"))]
+        options["environment"]["LD_LIBRARY_PATH"] = ":".join(dict.fromkeys(folders))
+    elif settings.gpu is not None:
         options["device_requests"] = [
             docker.types.DeviceRequest(device_ids=[settings.gpu], capabilities=[["gpu"]])
         ]
     return options
+
+
+_toolkit_answers: dict[str, bool] = {}
+
+
+def with_gpu_path(client: Any, settings: DockerSettings) -> DockerSettings:
+    """`settings` with the way to its GPU chosen (`isolation/gpu_access.py`): the toolkit where asked for
+    or, by default, where this engine answers a device request; else the device nodes and driver
+    libraries. ExecutorUnavailable says why neither can be used."""
+    if settings.gpu is None:
+        return settings
+    try:
+        wanted = requested_path()
+        if wanted == "toolkit" or (wanted == "auto" and engine_has_toolkit(client, settings.image)):
+            return settings.model_copy(update={"gpu_devices": None})
+        return settings.model_copy(update={"gpu_devices": device_access(settings.gpu)})
+    except GpuAccessUnavailable as exc:
+        raise ExecutorUnavailable("docker", f"no way to give a container GPU {settings.gpu}: {exc}") from None
+
+
+def engine_has_toolkit(client: Any, image: str) -> bool:
+    """Whether the engine can honour a GPU device request (NVIDIA's container toolkit, as a runtime hook
+    or CDI): asked once per engine by starting a throwaway container with one, since an engine without
+    the toolkit accepts the request at create and refuses it only at start."""
+    import docker
+
+    key = str(getattr(getattr(client, "api", None), "base_url", id(client)))
+    if key not in _toolkit_answers:
+        container = None
+        try:
+            container = client.containers.create(
+                image,
+                ["true"],
+                network_mode="none",
+                labels={_LABEL: "1"},
+                device_requests=[docker.types.DeviceRequest(count=1, capabilities=[["gpu"]])],
+            )
+            container.start()
+            _toolkit_answers[key] = True
+        except docker.errors.DockerException:
+            _toolkit_answers[key] = False
+        finally:
+            if container is not None:
+                remove_container(container)
+    return _toolkit_answers[key]
 
 
 def engine(image: str) -> Any:

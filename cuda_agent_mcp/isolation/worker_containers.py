@@ -45,9 +45,8 @@ def judge_gpu(env: Mapping[str, str]) -> str | None:
 def gpu_worker_problem(gpu: str | None) -> str | None:
     """Why GPU workers cannot run in containers for this judge, or None. CUDA IPC (the judge's inputs,
     the worker's outputs) opens a handle only in a process of the exporter's user (measured on the H200:
-    another uid gets `cudaErrorMapBufferObjectFailed`) that shares its PID namespace (vLLM's NIXL notes:
-    "invalid device context" across PID namespaces). So the worker runs as the judge's user, and a
-    container never runs as root."""
+    another uid gets `cudaErrorMapBufferObjectFailed`; across PID namespaces it opens, both ways, also
+    measured there). So the worker runs as the judge's user, and a container never runs as root."""
     if gpu is not None and os.getuid() == 0:
         return (
             "GPU evaluation workers in containers run as the judge's user (CUDA IPC does not cross users) "

@@ -8,9 +8,12 @@ It sees, each at its host path:
   - its load directory, read-only: a private copy of what it is asked to import (candidate or reference);
   - the judge's shared-memory directory, read-write: the CPU tensors both sides map;
   - the Python it runs with and this package's parent, read-only (as the `run` tool's containers do);
-and, on a machine with a GPU, exactly the judge's GPU (a device request), running as the judge's user in
-the host's PID and IPC namespaces, where CUDA IPC handles open (`gpu_worker_problem`). Not the
-reference, not other workspaces, not the build cache.
+and, on a machine with a GPU, exactly the judge's GPU (NVIDIA's toolkit's device request, or without the
+toolkit that GPU's device nodes and the driver's libraries: `isolation/gpu_access.py`), running as the
+judge's user, where CUDA IPC handles open (`gpu_worker_problem`), in its own PID namespace (CUDA IPC
+crosses PID namespaces: measured on the H200) and the host's IPC namespace (torch names its IPC
+reference counters in /dev/shm). Not the reference, not other workspaces, not the build cache, not the
+host's processes.
 
 The protocol runs over a Unix socket the judge listens on in the worker's directory (`socket_worker.py`):
 one connection carries both directions, and a worker that dies is an EOF, as with forked workers' pipes.
@@ -45,6 +48,7 @@ from cuda_agent_mcp.isolation.containers import (
     lent_uid,
     remove_container,
     start_container,
+    with_gpu_path,
 )
 from cuda_agent_mcp.isolation.worker_containers import (
     WORKER_LABEL,
@@ -62,6 +66,11 @@ from cuda_agent_mcp.judge.socket_worker import (
     worker_argv,
 )
 
+_GPU_PATHS = {
+    "toolkit": "gpu path: toolkit, NVIDIA's device request",
+    "devices": "gpu path: devices, its device nodes and the driver's libraries bound, no toolkit",
+}
+
 
 class ContainerWorker(SocketWorker):
     """One worker container for one evaluation (see the module docstring)."""
@@ -75,8 +84,9 @@ class ContainerWorker(SocketWorker):
         shm: Path,
         on_close: Callable[[], None] = lambda: None,
     ) -> None:
-        # On a GPU the worker runs as the judge's user, in the judge's PID and IPC namespaces: CUDA IPC
-        # handles open only there (see gpu_worker_problem). Without a GPU, as any container does.
+        # On a GPU the worker runs as the judge's user (CUDA IPC handles open only there: see
+        # gpu_worker_problem) in the host's IPC namespace, where torch's reference-counter files are.
+        # Without a GPU, as any container does.
         on_gpu = settings.gpu is not None
         super().__init__(scratch, None if on_gpu else lent_uid())
         self._on_close = on_close
@@ -100,7 +110,6 @@ class ContainerWorker(SocketWorker):
         options["labels"] = {**options["labels"], WORKER_LABEL: judge_label()}
         if on_gpu:
             options["ipc_mode"] = "host"
-            options["pid_mode"] = "host"
         self._container = start_container(client, options, "evaluation worker")
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
@@ -112,8 +121,8 @@ class ContainerWorker(SocketWorker):
         self._members = members_file_of(init_pid) if init_pid > 0 else None
 
     def gpu_pids(self) -> set[int]:
-        """Every process in the container, by the host's pids (a GPU worker's container shares the host's
-        PID namespace, so these are NVML's): from its cgroup, else from the engine."""
+        """Every process in the container, by the host's pids (NVML's): from its cgroup as the host reads
+        it, else from the engine."""
         if self._members is not None:
             try:
                 return {int(pid) for pid in self._members.read_text().split()}
@@ -196,9 +205,10 @@ class ContainerWorkerPool:
         self.env = dict(env)
         base = settings or DockerSettings.from_env()
         self.client = engine(base.image)  # ExecutorUnavailable says what is missing
-        self.settings = worker_settings(base, judge_gpu(env))
-        if (problem := gpu_worker_problem(self.settings.gpu)) is not None:
+        settings = worker_settings(base, judge_gpu(env))
+        if (problem := gpu_worker_problem(settings.gpu)) is not None:
             raise ExecutorUnavailable("docker", problem)
+        self.settings = with_gpu_path(self.client, settings)
         remove_orphans(self.client)
         self.shm = PrivateShm(lent_uid())
         self._lock = threading.Lock()
@@ -211,7 +221,10 @@ class ContainerWorkerPool:
         if self.settings.gpu is None:
             namespaces = "own PID namespace, non-root user"
         else:  # see gpu_worker_problem
-            namespaces = f"GPU {self.settings.gpu} only, the judge's user, PID and IPC namespaces (CUDA IPC)"
+            namespaces = (
+                f"GPU {self.settings.gpu} only ({_GPU_PATHS[self.settings.gpu_path or 'toolkit']}), "
+                "own PID namespace, the judge's user and IPC namespace (CUDA IPC)"
+            )
         return (
             f"container (docker): {namespaces}, no network, read-only root, pids limit "
             f"{self.settings.pids_limit}, memory limit, cap_drop ALL, no-new-privileges"
