@@ -96,15 +96,28 @@ def judge_caches(home: Path, uid: int) -> Path:
 
 
 def as_server_user(
-    argv: list[str], env: dict[str, str], state_dir: Path, isolation: str, fallback: str | None = None
+    argv: list[str],
+    env: dict[str, str],
+    state_dir: Path,
+    isolation: str,
+    fallback: str | None = None,
+    *,
+    containers: bool = False,
 ) -> JudgeStart:
     """A judge started as this process's user: its home as given, its identity and its compile caches
-    (persistent, in `<state>/judge-cache`) set."""
+    (persistent, in `<state>/judge-cache`) set. With `containers` (Docker workers) the candidates'
+    processes are held by their containers' pids limits, so a missing pids cgroup refuses only what the
+    judge would start outside a container (the sanitizer's target), not the judge."""
     private = {
         **identity_env(os.getuid(), env.get("HOME", "/tmp")),
         **compile_cache_env(state_dir / "judge-cache"),
     }
-    if cage_support().root is None:
+    if cage_support().root is None and containers:
+        isolation = (
+            f"{isolation}; candidates' processes held by their containers' pids limits (no pids cgroup "
+            f"here for anything else: {cage_support().problem})"
+        )
+    elif cage_support().root is None:
         private[NO_CAGE_ENV] = "1"
         isolation = f"{isolation}; {uncaged(cage_support().problem)}"
     return JudgeStart(argv, {**env, **private}, isolation=isolation, fallback=fallback)
@@ -128,7 +141,9 @@ def plan_judge_start(argv: list[str], env: dict[str, str], state_dir: Path, *, w
     choice = os.environ.get(JUDGE_USER_ENV, "auto")
     if choice == "server" or workers != "fork":
         why = "asked for" if choice == "server" else f"its workers run as {workers}"
-        return as_server_user(argv, env, state_dir, f"as the server's user ({why})")
+        return as_server_user(
+            argv, env, state_dir, f"as the server's user ({why})", containers=workers == "docker"
+        )
     if not switching_users():
         return as_server_user(argv, env, state_dir, "as the server's user (not root: no other uid to take)")
     if (problem := namespaces_problem()) is not None:
