@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -86,18 +87,39 @@ def bind_mounts(
     its host path.
 
     A path inside another one is left to the outer bind; a symlinked path is bound at its own name and at
-    its target's, so both spellings a toolchain may use resolve."""
+    its target's, so both spellings a toolchain may use resolve. A system folder (`/`, `/usr`) is never
+    bound whole (`python_parts`)."""
     volumes = {str(path): {"bind": str(path), "mode": "rw"} for path in (workdir, *writable)}
     wanted: set[Path] = set()
     for path in readable:
-        if path.exists():
-            wanted.update({Path(os.path.abspath(path)), path.resolve()})
+        for part in python_parts(path) if _is_system_folder(path) else [path]:
+            if part.exists():
+                wanted.update({Path(os.path.abspath(part)), part.resolve()})
     for path in sorted(wanted, key=lambda p: len(p.parts)):
         inside_another = any(path != other and path.is_relative_to(other) for other in wanted)
         if inside_another or str(path) in volumes:
             continue
         volumes[str(path)] = {"bind": str(path), "mode": "ro"}
     return volumes
+
+
+_SYSTEM_FOLDERS = (Path("/"), Path("/usr"))
+
+
+def _is_system_folder(path: Path) -> bool:
+    return Path(os.path.abspath(path)) in _SYSTEM_FOLDERS or path.resolve() in _SYSTEM_FOLDERS
+
+
+def python_parts(folder: Path) -> list[Path]:
+    """What of a system folder a container needs when this Python lives in it (a system Python: its
+    `sys.base_prefix` is /usr): Python's own library folders and its executable, not the folder. The
+    image has its own /usr (the same system: sandbox/build-image.sh), and the host's over it would hide
+    what the engine adds there, such as the init of `--init` (/sbin/docker-init, in /usr/sbin where /sbin
+    is a link): measured on the H200, where every worker container then failed to start."""
+    folder = Path(os.path.abspath(folder))
+    entries = [Path(entry) for entry in sys.path if entry and os.path.isabs(entry)]
+    executable = Path(os.path.realpath(sys.executable))
+    return [p for p in [*entries, executable] if p.is_relative_to(folder) and p != folder]
 
 
 def container_options(

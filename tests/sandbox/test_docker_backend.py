@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import pytest
 
-from cuda_agent_mcp.isolation.containers import DockerSettings, container_options
+from cuda_agent_mcp.isolation.containers import (
+    DockerSettings,
+    container_options,
+    container_user,
+    engine_has_toolkit,
+    remove_container,
+    start_container,
+)
+from cuda_agent_mcp.isolation.gpu_access import DeviceAccess, DriverLibrary
 from cuda_agent_mcp.tools.run import RunRequest, run_command
 from tests.compile.test_build import actions, build, new_session
 from tests.sandbox.conftest import docker_executor
@@ -60,3 +70,75 @@ def test_an_agents_run_command_runs_in_a_container_as_a_user_without_privileges(
     assert (session.workspace.root / "result.txt").read_text() == "written"
     # The workspace is given back to this process's user afterwards.
     assert (session.workspace.root / "result.txt").stat().st_uid == (tmp_path).stat().st_uid
+
+
+def _run_container(
+    settings: DockerSettings, argv: list[str], tmp_path, readable=(), init: bool = False
+) -> str:
+    """Start one container as the executor would, wait for it, return its output."""
+    executor = docker_executor()
+    options = container_options(
+        settings,
+        argv,
+        workdir=tmp_path,
+        readable=list(readable),
+        env={"PATH": "/usr/bin:/bin"},
+        user=container_user(),
+    )
+    options["init"] = init
+    container = start_container(executor.client(), options, argv[0])
+    try:
+        status = container.wait(timeout=60)["StatusCode"]
+        output = container.logs().decode()
+    finally:
+        remove_container(container)
+    assert status == 0, output
+    return output
+
+
+def test_the_devices_path_gives_a_container_the_nodes_and_the_driver_libraries_read_only(tmp_path) -> None:
+    # No GPU here: /dev/zero stands in for a GPU's node, a file for libcuda. The engine is real.
+    driver = tmp_path / "driver" / "lib64"
+    driver.mkdir(parents=True)
+    (driver / "libcuda.so.580.1").write_text("the driver\n")
+    for folder in (tmp_path, tmp_path / "driver", driver):
+        folder.chmod(0o755)
+    (driver / "libcuda.so.580.1").chmod(0o644)
+    work = tmp_path / "work"
+    work.mkdir()
+    library = DriverLibrary(path=driver / "libcuda.so.1", source=driver / "libcuda.so.580.1")
+    access = DeviceAccess(nodes=(Path("/dev/zero"),), libraries=(library,))
+    output = _run_container(
+        DockerSettings(gpu="0", gpu_devices=access),
+        [
+            "sh",
+            "-c",
+            f"head -c 3 /dev/zero | wc -c; cat {library.path}; echo $LD_LIBRARY_PATH; "
+            f"(echo x > {library.path}) 2>/dev/null && echo WRITABLE || echo read-only; ls {driver}",
+        ],
+        work,
+    )
+    lines = output.split()
+    assert lines[0] == "3" and "the driver" in output
+    assert str(driver) in output.splitlines()[2].split(":")[0]
+    assert "read-only" in output and "WRITABLE" not in output
+    assert output.strip().endswith("libcuda.so.1")  # the soname alone: nothing else of the host's folder
+
+
+def test_an_engine_without_nvidias_toolkit_refuses_a_gpu_request_so_auto_takes_the_devices(tmp_path) -> None:
+    executor = docker_executor()
+    client = executor.client()
+    if "nvidia" in (client.info().get("Runtimes") or {}):
+        pytest.skip("this engine has NVIDIA's runtime")
+    assert engine_has_toolkit(client, executor.settings.image) is False
+    assert not client.containers.list(all=True, filters={"label": "cuda-agent-mcp.executor"})  # probe removed
+
+
+def test_a_container_with_init_starts_when_the_system_python_folder_is_declared_readable(tmp_path) -> None:
+    # On the H200 (a system Python: sys.base_prefix is /usr) binding the host's /usr over the image's hid
+    # the engine's /sbin/docker-init, and every worker container failed to start.
+    work = tmp_path / "work"
+    work.mkdir()
+    assert "started" in _run_container(
+        DockerSettings(), ["sh", "-c", "echo started"], work, readable=[Path("/usr")], init=True
+    )
