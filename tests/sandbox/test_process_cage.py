@@ -23,7 +23,7 @@ from cuda_agent_mcp.isolation.cgroup import (
     cage_support,
     version_of,
 )
-from cuda_agent_mcp.isolation.judge_user import as_server_user
+from cuda_agent_mcp.isolation.judge_user import as_server_user, plan_judge_start
 from cuda_agent_mcp.judge.worker_client import worker_isolation
 from tests.processes import alive
 
@@ -169,3 +169,21 @@ def test_without_any_cgroup_hierarchy_nothing_claims_a_cage_and_workers_are_refu
     assert start.env[NO_CAGE_ENV] == "1"
     assert "process groups only" in start.isolation
     assert PidsCgroup.required("worker-x", max_pids=8) is None
+
+
+def test_a_judge_of_container_workers_needs_no_pids_cgroup_but_nothing_runs_uncaged_beside_it(
+    tmp_path, fresh_support, monkeypatch
+) -> None:
+    # On the H200 as a user of the docker group: no cgroup to create, and the judge service was refused,
+    # though each candidate runs in a container with a pids limit.
+    monkeypatch.setattr(cgroup, "hierarchies", lambda: (tmp_path / "v1", tmp_path / "v2"))
+    for name in (cgroup.DELEGATED_ENV, NO_CAGE_ENV, REDUCED_ISOLATION_ENV):
+        monkeypatch.delenv(name, raising=False)
+    start = plan_judge_start(["python"], {}, tmp_path, workers="docker")
+    assert NO_CAGE_ENV not in start.env
+    assert "held by their containers' pids limits" in start.isolation
+    # What the judge would start outside a container (the sanitizer's target) is still refused.
+    with pytest.raises(CageUnavailable, match="no pids cgroup can hold"):
+        PidsCgroup.required("target-x", max_pids=8)
+    with pytest.raises(IsolationUnavailable):  # forked workers would be uncaged: still refused
+        as_server_user(["python"], {}, tmp_path, "as the server's user", containers=False)
