@@ -34,6 +34,7 @@ KOUT=/tmp/kb-out; mkdir -p $KOUT && chmod 1777 $KOUT  # the user's files (it can
 
 t "start to first kernel in a GPU worker container (toolkit-free), 3 times"
 as_kb bash -c "$KBENV && python3 benchmarks/docker_gpu/container_start.py --repeats 3 --out $KOUT/container_start.json" 2>&1 | tail -5
+cp $KOUT/* "$OUT/" 2>/dev/null  # after each step: a run cut off by its time limit keeps what it measured
 
 t "Docker GPU tests"
 as_kb bash -c "$KBENV && timeout 240 python3 -m pytest -q -p no:cacheprovider -rfEs tests/gpu/test_docker_gpu.py" > "$OUT/pytest_docker_gpu.log" 2>&1
@@ -58,7 +59,7 @@ python3 benchmarks/docker_gpu/compare_examples.py "$OUT" | tee "$OUT/examples_su
 
 t "honest corpus and forgeries on Docker (kb), what time allows"
 as_kb bash -c "$KBENV && export CUDA_AGENT_EXECUTOR=docker && timeout ${CORPUS_LIMIT:-200} python3 benchmarks/acceptance.py --kernelbench .dk/kernelbench --out $KOUT/acceptance_docker.json" > "$OUT/corpus_docker.log" 2>&1
-echo "corpus exit $?"; grep -E '^BAD' "$OUT/corpus_docker.log" | head; grep -A12 '^{' "$OUT/corpus_docker.log" | grep -E 'honest|forged|statistic'
+echo "corpus exit $?"; cp $KOUT/* "$OUT/" 2>/dev/null; grep -E '^BAD' "$OUT/corpus_docker.log" | head; grep -A12 '^{' "$OUT/corpus_docker.log" | grep -E 'honest|forged|statistic'
 docker ps -a --format '{{.ID}} {{.Status}} {{.Labels}}' | head
 cp $KOUT/* "$OUT/" 2>/dev/null
 t "done"

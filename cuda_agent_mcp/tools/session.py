@@ -31,7 +31,7 @@ from cuda_agent_mcp.executors import (
 )
 from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
-from cuda_agent_mcp.isolation.containers import IMAGE_ENV
+from cuda_agent_mcp.isolation.containers import IMAGE_ENV, with_gpu_path
 from cuda_agent_mcp.isolation.quota import SessionQuotas
 from cuda_agent_mcp.isolation.worker_containers import gpu_worker_problem, judge_gpu
 from cuda_agent_mcp.results import KernelLanguage
@@ -148,11 +148,15 @@ class Session:
 
     def check_worker_backend(self, env: dict[str, str]) -> None:
         """Before a judge with container workers starts (it would fail in its log otherwise): the engine
-        and the image answer, and on a GPU the judge is not root. ExecutorUnavailable says why not."""
+        and the image answer, and on a GPU the judge is not root and a container can be given the GPU.
+        ExecutorUnavailable says why not."""
         if isinstance(self.executor, DockerExecutor):
-            self.executor.client()
-            if (problem := gpu_worker_problem(judge_gpu(env))) is not None:
+            client = self.executor.client()
+            gpu = judge_gpu(env)
+            if (problem := gpu_worker_problem(gpu)) is not None:
                 raise ExecutorUnavailable("docker", problem)
+            if gpu is not None:  # the way to the GPU exists (toolkit or device nodes and libcuda)
+                with_gpu_path(client, self.executor.settings.model_copy(update={"gpu": gpu}))
 
     @property
     def builder(self) -> Builder:

@@ -295,3 +295,31 @@ def test_gpu_workers_in_containers_are_refused_for_a_root_judge(monkeypatch: pyt
     assert gpu_worker_problem(None) is None
     monkeypatch.setattr(os, "getuid", lambda: 1000)
     assert gpu_worker_problem("0") is None
+
+
+def test_a_gpu_that_no_container_can_be_given_is_refused_in_one_line_before_a_judge_starts(
+    tmp_path: Path, shared_build_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on a GPU machine whose driver libraries cannot be found: the session says so before any judge
+    starts (a judge would fail each worker container and be retried three times)."""
+    from cuda_agent_mcp.isolation import containers
+    from cuda_agent_mcp.isolation.gpu_access import GpuAccessUnavailable
+    from cuda_agent_mcp.tools import session as session_module
+
+    session = cpu_session(
+        tmp_path, shared_build_cache, executor=docker_executor(), judges=JudgePool(tmp_path)
+    )
+
+    def no_driver(gpu: str) -> None:
+        raise GpuAccessUnavailable("libcuda.so.1 was found neither in the loader's cache nor in /usr/lib64")
+
+    monkeypatch.setattr(session_module, "judge_gpu", lambda env: "0")
+    monkeypatch.setattr(session_module, "gpu_worker_problem", lambda gpu: None)
+    monkeypatch.setattr(containers, "device_access", no_driver)
+    monkeypatch.setenv("CUDA_AGENT_DOCKER_GPU", "devices")
+    with pytest.raises(
+        ExecutorUnavailable, match=r"no way to give a container GPU 0: libcuda\.so\.1 was found"
+    ):
+        session.check_worker_backend({})
+    monkeypatch.setenv("CUDA_AGENT_DOCKER_GPU", "toolkit")  # asked for: not second-guessed here
+    session.check_worker_backend({})
