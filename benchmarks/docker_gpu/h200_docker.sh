@@ -48,10 +48,10 @@ for round in cold warm; do
     s=$SECONDS
     [ "${SKIP_SANDBOX:-0}" = 1 ] || (export PYTHONPATH=$HOME/site-root:$repo CUDA_AGENT_CACHE=/tmp/cache-root USER=root LOGNAME=root
      [ -d $HOME/site-root ] || python3 -m pip install -q --no-index --no-deps --no-compile --target $HOME/site-root .dk/whl/*.whl
-     cd / && timeout 150 python3 -m cuda_agent_mcp eval /tmp/ex-root/$n --json > "$OUT/sandbox_${round}_$n.json" 2> "$OUT/sandbox_${round}_$n.err")
+     cd / && timeout 240 python3 -m cuda_agent_mcp eval /tmp/ex-root/$n --json > "$OUT/sandbox_${round}_$n.json" 2> "$OUT/sandbox_${round}_$n.err")
     [ "${SKIP_SANDBOX:-0}" = 1 ] || echo "sandbox $round $n rc=$? $((SECONDS - s))s" | tee -a "$OUT/examples.txt"
     s=$SECONDS
-    as_kb bash -c "$KBENV && export CUDA_AGENT_EXECUTOR=docker && cd / && timeout 150 python3 -m cuda_agent_mcp eval ~/ex/$n --json" > "$OUT/docker_${round}_$n.json" 2> "$OUT/docker_${round}_$n.err"
+    as_kb bash -c "$KBENV && export CUDA_AGENT_EXECUTOR=docker && cd / && timeout 240 python3 -m cuda_agent_mcp eval ~/ex/$n --json" > "$OUT/docker_${round}_$n.json" 2> "$OUT/docker_${round}_$n.err"
     echo "docker $round $n rc=$? $((SECONDS - s))s" | tee -a "$OUT/examples.txt"
   done
 done
