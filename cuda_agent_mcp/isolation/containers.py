@@ -196,6 +196,17 @@ def with_gpu_path(client: Any, settings: DockerSettings) -> DockerSettings:
         raise ExecutorUnavailable("docker", f"no way to give a container GPU {settings.gpu}: {exc}") from None
 
 
+def check_gpu_reachable(client: Any, settings: DockerSettings) -> None:
+    """Before a judge starts: ExecutorUnavailable unless a container can be given `settings.gpu`. Cheap
+    where the toolkit-free path works (no container is started to ask the engine)."""
+    if settings.gpu is None or requested_path() == "toolkit":
+        return
+    try:
+        device_access(settings.gpu)
+    except GpuAccessUnavailable:
+        with_gpu_path(client, settings)  # only the engine's toolkit is left: raises without it
+
+
 def engine_has_toolkit(client: Any, image: str) -> bool:
     """Whether the engine can honour a GPU device request (NVIDIA's container toolkit, as a runtime hook
     or CDI): asked once per engine by starting a throwaway container with one, since an engine without

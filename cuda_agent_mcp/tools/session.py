@@ -31,7 +31,7 @@ from cuda_agent_mcp.executors import (
 )
 from cuda_agent_mcp.executors.local import child_python_path, scrubbed_env
 from cuda_agent_mcp.executors.scheduler import GpuScheduler
-from cuda_agent_mcp.isolation.containers import IMAGE_ENV, with_gpu_path
+from cuda_agent_mcp.isolation.containers import IMAGE_ENV, check_gpu_reachable
 from cuda_agent_mcp.isolation.quota import SessionQuotas
 from cuda_agent_mcp.isolation.worker_containers import gpu_worker_problem, judge_gpu
 from cuda_agent_mcp.results import KernelLanguage
@@ -155,8 +155,7 @@ class Session:
             gpu = judge_gpu(env)
             if (problem := gpu_worker_problem(gpu)) is not None:
                 raise ExecutorUnavailable("docker", problem)
-            if gpu is not None:  # the way to the GPU exists (toolkit or device nodes and libcuda)
-                with_gpu_path(client, self.executor.settings.model_copy(update={"gpu": gpu}))
+            check_gpu_reachable(client, self.executor.settings.model_copy(update={"gpu": gpu}))
 
     @property
     def builder(self) -> Builder:

@@ -184,3 +184,23 @@ def test_a_system_python_gets_its_own_folders_bound_never_the_whole_of_usr(tmp_p
     assert str(usr) not in volumes
     assert set(volumes) == {str(tmp_path / "work"), str(stdlib), str(usr / "bin" / "python3.12")}
     assert all(v["mode"] == "ro" for k, v in volumes.items() if k != str(tmp_path / "work"))
+
+
+def test_the_check_before_a_judge_starts_asks_the_engine_only_where_the_devices_path_fails(
+    monkeypatch,
+) -> None:
+    pytest.importorskip("docker")
+    monkeypatch.delenv("CUDA_AGENT_DOCKER_GPU", raising=False)
+    access = DeviceAccess(nodes=(Path("/dev/nvidia0"),), libraries=())
+    monkeypatch.setattr(containers, "device_access", lambda gpu: access)
+    untouched = _Engine(False)
+    containers.check_gpu_reachable(untouched, DockerSettings(gpu="0"))
+    assert untouched.created == 0  # the driver is there: no container started to ask
+
+    def missing(gpu: str) -> DeviceAccess:
+        raise GpuAccessUnavailable("/dev/nvidia0 does not exist")
+
+    monkeypatch.setattr(containers, "device_access", missing)
+    containers.check_gpu_reachable(_Engine(True), DockerSettings(gpu="0"))  # the toolkit will do
+    with pytest.raises(ExecutorUnavailable, match="no way to give a container GPU 0: /dev/nvidia0"):
+        containers.check_gpu_reachable(_Engine(False), DockerSettings(gpu="0"))
