@@ -74,6 +74,7 @@ class Session:
     _builder: Builder | None = field(default=None, init=False, repr=False)
     _run_executor: Executor | None = field(default=None, init=False, repr=False)
     _seeds_drawn: int = field(default=0, init=False, repr=False)
+    _gpus_reachable: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.executor is None:
@@ -155,7 +156,9 @@ class Session:
             gpu = judge_gpu(env)
             if (problem := gpu_worker_problem(gpu)) is not None:
                 raise ExecutorUnavailable("docker", problem)
-            check_gpu_reachable(client, self.executor.settings.model_copy(update={"gpu": gpu}))
+            if gpu is not None and gpu not in self._gpus_reachable:  # once: this runs before each evaluation
+                check_gpu_reachable(client, self.executor.settings.model_copy(update={"gpu": gpu}))
+                self._gpus_reachable.add(gpu)
 
     @property
     def builder(self) -> Builder:

@@ -323,3 +323,5 @@ def test_a_gpu_that_no_container_can_be_given_is_refused_in_one_line_before_a_ju
         session.check_worker_backend({})
     monkeypatch.setenv("CUDA_AGENT_DOCKER_GPU", "toolkit")  # asked for: not second-guessed here
     session.check_worker_backend({})
+    monkeypatch.setenv("CUDA_AGENT_DOCKER_GPU", "devices")
+    session.check_worker_backend({})  # checked once per session and GPU: it runs before every evaluation
