@@ -46,6 +46,15 @@ class ModelNew(nn.Module):
 """
 
 
+def honest_running(code: str) -> str:
+    """HONEST with `code` run in its forward before it returns the right answer (a probe or a fault)."""
+    indented = "".join(f"        {line}\n" for line in code.strip().splitlines())
+    return HONEST.replace(
+        "        return (x * self.scale).clamp_min(0)",
+        indented + "        return (x * self.scale).clamp_min(0)",
+    )
+
+
 # A constructor that never returns: a load timeout.
 SLEEPS_IN_INIT = HONEST.replace(
     "        super().__init__()", "        super().__init__()\n        import time\n        time.sleep(3600)"

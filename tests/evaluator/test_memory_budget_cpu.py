@@ -15,7 +15,7 @@ from cuda_agent_mcp.isolation.cgroup import pids_cgroup_root
 from cuda_agent_mcp.judge.judge import Judge
 from cuda_agent_mcp.judge.memory_watch import CandidateMemory, MemoryWatch
 from cuda_agent_mcp.results import Passed, Rejected
-from tests.evaluator.conftest import HONEST
+from tests.evaluator.conftest import HONEST, honest_running
 
 
 class ResidentMemoryNVML:
@@ -61,10 +61,7 @@ def hog(where: str) -> str:
             "if os.fork() == 0:\n    " + grab.replace("\n", "\n    ") + "time.sleep(5)\n    os._exit(0)\n"
             "time.sleep(5)\n"
         )
-    lines = "".join(f"        {line}\n" for line in body.splitlines())
-    return HONEST.replace(
-        "        return (x * self.scale).clamp_min(0)", lines + "        return (x * self.scale).clamp_min(0)"
-    )
+    return honest_running(body)
 
 
 def test_an_honest_candidate_passes_under_its_budget_and_the_result_says_what_bounded_it(

@@ -22,11 +22,10 @@ import pytest
 
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.evaluation.job import JudgeReport, Timeouts
-from cuda_agent_mcp.isolation.worker_containers import WORKER_LABEL, JudgeIdentity
 from cuda_agent_mcp.judge.container_worker import ContainerWorkerPool
 from cuda_agent_mcp.results import Crashed, Passed, TimedOut
-from tests.evaluator.conftest import HONEST, judge
-from tests.sandbox.conftest import unavailable
+from tests.evaluator.conftest import HONEST, honest_running, judge
+from tests.sandbox.conftest import unavailable, worker_containers
 
 pytestmark = [pytest.mark.gpu]
 
@@ -52,20 +51,6 @@ def run_judge(tmp_path: Path, pool: ContainerWorkerPool):
         return judge(tmp_path, candidate, workers=pool, device="cuda", **job)
 
     return run
-
-
-def _in_forward(code: str) -> str:
-    indented = "".join(f"        {line}\n" for line in code.strip().splitlines())
-    return HONEST.replace(
-        "        return (x * self.scale).clamp_min(0)",
-        indented + "        return (x * self.scale).clamp_min(0)",
-    )
-
-
-def _running_workers(pool: ContainerWorkerPool) -> list[str]:
-    found = pool.client.containers.list(filters={"label": WORKER_LABEL})
-    mine = JudgeIdentity.of(os.getpid())
-    return [c.id for c in found if JudgeIdentity.parse(c.labels[WORKER_LABEL]) == mine]
 
 
 def _gpu_memory_used_mib() -> int:
@@ -95,7 +80,7 @@ def test_an_honest_candidate_passes_on_the_gpu_in_a_container_and_the_record_nam
 def test_a_candidate_sees_one_gpu_no_host_process_no_network_and_no_other_containers_files(
     run_judge, pool
 ) -> None:
-    probe = _in_forward(
+    probe = honest_running(
         "import os, socket, torch\n"
         "seen = {}\n"
         "seen['gpu_nodes'] = sorted(n for n in os.listdir('/dev') if n.startswith('nvidia') and n[6:].isdigit())\n"
@@ -144,7 +129,7 @@ def test_a_worker_killed_mid_evaluation_leaves_no_container_no_mount_and_no_gpu_
     assert isinstance(run_judge(HONEST).verdict, Passed)
     time.sleep(2)
     before_mib = _gpu_memory_used_mib()
-    hog = _in_forward(
+    hog = honest_running(
         "import time, torch\n"
         "self._hoard = torch.empty(8 * 1024**3, dtype=torch.uint8, device='cuda').fill_(1)\n"
         "torch.cuda.synchronize()\n"
@@ -153,9 +138,9 @@ def test_a_worker_killed_mid_evaluation_leaves_no_container_no_mount_and_no_gpu_
     report = run_judge(hog, timeouts=Timeouts(load_s=60, call_s=8))
     assert isinstance(report.verdict, TimedOut), report.verdict
     deadline = time.monotonic() + 20
-    while len(_running_workers(pool)) > 1 and time.monotonic() < deadline:
+    while len(worker_containers(pool)) > 1 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert len(_running_workers(pool)) <= 1  # only the one started ahead
+    assert len(worker_containers(pool)) <= 1  # only the one started ahead
     # Each running container has one root filesystem mounted on the host; a removed one's is unmounted.
     roots = [
         line for line in Path("/proc/self/mounts").read_text().splitlines() if line.startswith("overlay ")

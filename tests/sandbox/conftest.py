@@ -7,11 +7,13 @@ with CUDA_AGENT_REQUIRE_SANDBOXES=1 (CI sets it) they fail instead, so CI cannot
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
 from cuda_agent_mcp.errors import ExecutorUnavailable
 from cuda_agent_mcp.executors import DockerExecutor, SandboxedExecutor
+from cuda_agent_mcp.isolation.worker_containers import WORKER_LABEL, JudgeIdentity
 
 REQUIRE_ENV = "CUDA_AGENT_REQUIRE_SANDBOXES"
 
@@ -29,6 +31,13 @@ def docker_executor() -> DockerExecutor:
     except ExecutorUnavailable as exc:
         unavailable(str(exc))
     return executor
+
+
+def worker_containers(pool: Any) -> list[str]:
+    """Ids of the running worker containers of this process's judge (a `ContainerWorkerPool`'s)."""
+    found = pool.client.containers.list(filters={"label": WORKER_LABEL})
+    mine = JudgeIdentity.of(os.getpid())
+    return [c.id for c in found if JudgeIdentity.parse(c.labels[WORKER_LABEL]) == mine]
 
 
 def sandboxed_executor() -> SandboxedExecutor:

@@ -31,10 +31,10 @@ from cuda_agent_mcp.judge.container_worker import ContainerWorkerPool
 from cuda_agent_mcp.results import Crashed, Passed, Rejected, TimedOut
 from cuda_agent_mcp.tools import VerifyRequest, verify_kernels
 from cuda_agent_mcp.tools.evaluate import JudgeFailed
-from tests.evaluator.conftest import HONEST, SLEEPS_IN_INIT, judge
+from tests.evaluator.conftest import HONEST, SLEEPS_IN_INIT, honest_running, judge
 from tests.evaluator.test_memory_budget_cpu import hog, watched  # noqa: F401 (a fixture, used by name)
 from tests.evaluator.test_tools_cpu import TORCH_CANDIDATE, cpu_session
-from tests.sandbox.conftest import docker_executor, unavailable
+from tests.sandbox.conftest import docker_executor, unavailable, worker_containers
 
 
 @pytest.fixture(scope="module")
@@ -56,21 +56,6 @@ def run_judge(tmp_path: Path, pool: ContainerWorkerPool):
     return run
 
 
-def _in_forward(code: str) -> str:
-    indented = "".join(f"        {line}\n" for line in code.strip().splitlines())
-    return HONEST.replace(
-        "        return (x * self.scale).clamp_min(0)",
-        indented + "        return (x * self.scale).clamp_min(0)",
-    )
-
-
-def _worker_containers(pool: ContainerWorkerPool) -> list[str]:
-    """Ids of this process's worker containers that are running."""
-    found = pool.client.containers.list(filters={"label": WORKER_LABEL})
-    mine = JudgeIdentity.of(os.getpid())
-    return [c.id for c in found if JudgeIdentity.parse(c.labels[WORKER_LABEL]) == mine]
-
-
 def test_an_honest_candidate_passes_in_a_container_and_the_record_says_so(run_judge) -> None:
     report = run_judge(HONEST)
     assert isinstance(report.verdict, Passed), report.verdict
@@ -80,7 +65,7 @@ def test_an_honest_candidate_passes_in_a_container_and_the_record_says_so(run_ju
 
 def test_a_gigabyte_printed_to_stdout_is_cut_off_and_reported(run_judge) -> None:
     report = run_judge(
-        _in_forward("import sys\nfor _ in range(1024):\n    sys.stdout.write('x' * (1 << 20))")
+        honest_running("import sys\nfor _ in range(1024):\n    sys.stdout.write('x' * (1 << 20))")
     )
     assert isinstance(report.verdict, Crashed), report.verdict
     assert "File too large" in report.verdict.message
@@ -89,7 +74,7 @@ def test_a_gigabyte_printed_to_stdout_is_cut_off_and_reported(run_judge) -> None
 
 def test_writing_outside_its_directory_fails_and_plants_nothing(run_judge, tmp_path) -> None:
     target = tmp_path / "planted.bin"
-    report = run_judge(_in_forward(f"open({str(target)!r}, 'wb').write(b'0' * 1024)"))
+    report = run_judge(honest_running(f"open({str(target)!r}, 'wb').write(b'0' * 1024)"))
     assert isinstance(report.verdict, Crashed), report.verdict
     assert not target.exists()
     assert isinstance(run_judge(HONEST).verdict, Passed)
@@ -104,7 +89,7 @@ def test_the_reference_other_workspaces_and_the_judge_are_out_of_reach(run_judge
         str(tmp_path / "reference" / "model.py"),
         str(other / "model_new.py"),
     ]
-    probe = _in_forward(
+    probe = honest_running(
         "import os\n"
         "got = []\n"
         f"for path in {reads!r} + [f'/proc/{{os.getppid()}}/mem', '/proc/1/environ']:\n"
@@ -123,7 +108,7 @@ def test_the_reference_other_workspaces_and_the_judge_are_out_of_reach(run_judge
 
 
 def test_no_network_inside_the_container(run_judge) -> None:
-    probe = _in_forward(
+    probe = honest_running(
         "import socket\n"
         "reached = []\n"
         "for family, address in [(socket.AF_INET, ('1.1.1.1', 53)), (socket.AF_INET, ('127.0.0.1', 2375))]:\n"
@@ -143,14 +128,14 @@ def test_sleeping_forever_in_init_is_a_load_timeout_and_the_container_is_gone(ru
     report = run_judge(SLEEPS_IN_INIT, timeouts=Timeouts(load_s=5, call_s=10))
     assert isinstance(report.verdict, TimedOut), report.verdict
     assert report.verdict.phase == "load" and report.verdict.limit_s == 5
-    assert len(_worker_containers(pool)) <= 1  # only the one started ahead: the sleeper's was removed
+    assert len(worker_containers(pool)) <= 1  # only the one started ahead: the sleeper's was removed
     assert isinstance(run_judge(HONEST).verdict, Passed)
 
 
 def test_a_process_that_escaped_with_setsid_and_a_double_fork_is_rejected_and_dies_with_its_container(
     run_judge, pool
 ) -> None:
-    escape = _in_forward(
+    escape = honest_running(
         "import os, time\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
@@ -159,19 +144,19 @@ def test_a_process_that_escaped_with_setsid_and_a_double_fork_is_rejected_and_di
         "    os._exit(0)\n"
         "time.sleep(0.2)"
     )
-    running_before = set(_worker_containers(pool))
+    running_before = set(worker_containers(pool))
     report = run_judge(escape)
     assert isinstance(report.verdict, Rejected), report.verdict
     assert report.verdict.reason == "process_left_running" and report.verdict.evidence["processes_left"] == 1
     # The worker's container (with the escaped process in it) is gone; only the one started ahead runs.
     deadline = time.monotonic() + 10
-    while len(set(_worker_containers(pool)) - running_before) > 1 and time.monotonic() < deadline:
+    while len(set(worker_containers(pool)) - running_before) > 1 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert len(_worker_containers(pool)) <= 1
+    assert len(worker_containers(pool)) <= 1
 
 
 def test_a_fork_bomb_stops_at_the_pids_limit_and_leaves_nothing_behind(run_judge, pool) -> None:
-    bomb = _in_forward(
+    bomb = honest_running(
         "import os, time\n"
         "while True:\n"
         "    try:\n"
@@ -182,7 +167,7 @@ def test_a_fork_bomb_stops_at_the_pids_limit_and_leaves_nothing_behind(run_judge
     )
     report = run_judge(bomb, timeouts=Timeouts(load_s=60, call_s=10))
     assert isinstance(report.verdict, TimedOut | Crashed), report.verdict
-    assert len(_worker_containers(pool)) <= 1  # the bomb's container was removed with everything in it
+    assert len(worker_containers(pool)) <= 1  # the bomb's container was removed with everything in it
     assert isinstance(run_judge(HONEST).verdict, Passed)
 
 
@@ -191,15 +176,15 @@ def test_a_worker_container_that_died_while_waiting_is_replaced_not_blamed(run_j
     deadline = time.monotonic() + 120
     while not list(pool.scratch.glob("worker-*/worker.log")) and time.monotonic() < deadline:
         time.sleep(0.2)  # the worker opens its log once connected: it is ready and waiting
-    assert _worker_containers(pool)
-    for container_id in _worker_containers(pool):
+    assert worker_containers(pool)
+    for container_id in worker_containers(pool):
         pool.client.containers.get(container_id).kill()
     report = run_judge(HONEST)
     assert isinstance(report.verdict, Passed), report.verdict
 
 
 def test_allocating_100_gb_of_host_memory_is_a_crash_not_a_dead_machine(run_judge) -> None:
-    report = run_judge(_in_forward("import torch\nhog = torch.ones(100 * 2**30, dtype=torch.uint8)"))
+    report = run_judge(honest_running("import torch\nhog = torch.ones(100 * 2**30, dtype=torch.uint8)"))
     assert isinstance(report.verdict, Crashed), report.verdict
     assert isinstance(run_judge(HONEST).verdict, Passed)
 
@@ -220,7 +205,7 @@ def test_a_container_over_its_memory_budget_is_killed_and_rejected_for_it(run_ju
 
 
 def test_a_segfault_in_native_code_is_a_crash_and_the_next_evaluation_is_clean(run_judge) -> None:
-    report = run_judge(_in_forward("import ctypes\nctypes.string_at(0)"))
+    report = run_judge(honest_running("import ctypes\nctypes.string_at(0)"))
     assert isinstance(report.verdict, Crashed), report.verdict
     assert report.verdict.kind == "process_exited" and report.verdict.phase == "call"
     assert isinstance(run_judge(HONEST).verdict, Passed)
